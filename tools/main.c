@@ -1,0 +1,63 @@
+/* The vmstack command: dispatches to its subcommands. */
+#include "cmd.h"
+#include "vmstack.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static const struct cmd cmds[] = {
+    { "demo", "the showcase: guarded cached stacks at work, with figures", cmd_demo },
+    { "bench", "benchmarks, side by side with their baselines in one run", cmd_bench },
+};
+
+int cmd_usage_error(const char *sub, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "vmstack %s: ", sub);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'vmstack %s --help')\n", sub);
+    return CMD_USAGE;
+}
+
+int cmd_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return 1;
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vmstack COMMAND [OPTIONS] [ARGS]\n\n"
+               "Virtually mapped, guarded, cached stacks for threads, fibers and coroutines.\n\n"
+               "Commands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "\n'vmstack COMMAND --help' describes a command; man vmstack(1) has the details.\n"
+               "Exit status: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CMD_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CMD_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("vmstack %s\n", VMS_VERSION_STRING);
+        return CMD_OK;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "vmstack: unknown command '%s' (see 'vmstack --help')\n", argv[1]);
+    return CMD_USAGE;
+}
