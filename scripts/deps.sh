@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what vmstack needs from Debian's packages (only what is missing).
+set -euo pipefail
+
+PACKAGES=(gcc make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
+          python3 xz-utils binutils)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite: the default build in both guard modes, then
+# AddressSanitizer+UBSan in both guard modes, then ThreadSanitizer on the
+# concurrent tests.  Warnings are errors.  Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh
+jobs=$(nproc)
+
+build() { # DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DVMS_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs" >/dev/null
+}
+
+suite() { # DIR LABEL [ctest args...]
+  local dir=$1 label=$2; shift 2
+  echo "=== tests: $label"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@")
+}
+
+build build-test
+suite build-test "default build, guard mode auto"
+VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect"
+
+build build-asan -DVMS_SANITIZE=address
+suite build-asan "AddressSanitizer+UBSan, guard mode auto"
+VMSTACK_GUARD=mprotect suite build-asan "AddressSanitizer+UBSan, VMSTACK_GUARD=mprotect"
+
+build build-tsan -DVMS_SANITIZE=thread
+suite build-tsan "ThreadSanitizer, concurrent tests" -L threads

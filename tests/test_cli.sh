@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The vmstack command's contract: --help, exit codes, one-line usage errors,
+# the demo's figures, and bench alloc's JSON keys.
+set -u
+VMSTACK=$1
+fail=0
+check() { # DESCRIPTION CONDITION...
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
+}
+
+out=$("$VMSTACK" --help); rc=$?
+check "--help exits 0" test $rc -eq 0
+check "--help lists demo and bench" grep -q "demo" <<<"$out"
+
+err=$("$VMSTACK" frobnicate 2>&1 >/dev/null); rc=$?
+check "unknown command exits 2" test $rc -eq 2
+check "unknown command: one line naming it" test "$err" = "vmstack: unknown command 'frobnicate' (see 'vmstack --help')"
+
+err=$("$VMSTACK" demo extra 2>&1 >/dev/null); rc=$?
+check "demo with an argument exits 2" test $rc -eq 2
+check "demo usage error text" test "$err" = "vmstack demo: unexpected argument 'extra' (see 'vmstack demo --help')"
+
+err=$("$VMSTACK" bench nosuch 2>&1 >/dev/null); rc=$?
+check "bench of an unknown benchmark exits 2" test $rc -eq 2
+check "bench usage error text" test "$err" = "vmstack bench: no benchmark named 'nosuch' (see 'vmstack bench --help')"
+
+for sub in demo bench; do
+  "$VMSTACK" $sub --help >/dev/null; rc=$?
+  check "$sub --help exits 0" test $rc -eq 0
+done
+
+out=$("$VMSTACK" demo); rc=$?
+check "demo exits 0" test $rc -eq 0
+check "demo states the guard mode" grep -Eq "^guard mode: (madvise|mprotect)" <<<"$out"
+check "demo catches the guard hit below a stack" grep -q "write to the byte below stack .*: child Segmentation fault" <<<"$out"
+check "demo catches the guard hit above a stack" grep -q "write to the byte above its top .*: child Segmentation fault" <<<"$out"
+check "demo rejects a double free" grep -q "double free of the first stack: .*was already freed" <<<"$out"
+
+json=$("$VMSTACK" bench alloc --json 2>/dev/null); rc=$?
+check "bench alloc --json exits 0" test $rc -eq 0
+check "bench alloc --json has alloc_free_ns.{malloc,mmap_guard,vmstack} as numbers" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+v = d["alloc_free_ns"]
+assert all(isinstance(v[k], (int, float)) and v[k] > 0 for k in ("malloc", "mmap_guard", "vmstack")), v
+' "$json"
+
+exit $fail
