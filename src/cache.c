@@ -276,19 +276,53 @@ static unsigned long release_excess(struct vms_region *r, uint32_t keep)
     return total;
 }
 
-static int pool_take(struct vms_region *r, uint32_t *idx)
+/* Takes a stack from any CPU's cache: before growing, stranded stacks are used. */
+static bool steal_cached(struct vms_region *r, uint32_t *idx)
 {
-    int rc = 0;
+    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
 
-    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v;
+        if (!atomic_load_explicit(&r->cache[i], memory_order_relaxed))
+            continue;
+        v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
+        if (v) {
+            *idx = v - 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool pool_pop(struct vms_region *r, uint32_t *idx)
+{
     if (r->warm_n) {
         *idx = r->warm_head - 1;
         warm_unlink(r, *idx);
     } else if (r->cold_n) {
         *idx = cold_pop(r);
-    } else if (r->next_fresh < r->fresh_end || (rc = vms__region_grow(r)) == 0) {
+    } else if (r->next_fresh < r->fresh_end) {
         *idx = r->next_fresh++;
         r->taken++;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static int pool_take(struct vms_region *r, uint32_t *idx)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&r->lock);
+    if (!pool_pop(r, idx)) {
+        pthread_mutex_unlock(&r->lock);
+        if (steal_cached(r, idx))
+            return 0;
+        pthread_mutex_lock(&r->lock);
+        /* Another thread may have freed or grown meanwhile. */
+        if (!pool_pop(r, idx) && (rc = vms__region_grow(r)) == 0)
+            pool_pop(r, idx);
     }
     pthread_mutex_unlock(&r->lock);
     return rc;

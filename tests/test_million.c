@@ -9,6 +9,7 @@
 #include "vmstack.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #define MILLION 1000000L
@@ -68,11 +69,28 @@ static void madvise_mode(vms_stack *st)
     free_all(st, got);
 }
 
+/* Moves the thread to cpu (modulo the CPUs it may use). */
+static void pin_to_cpu(int cpu)
+{
+    cpu_set_t allowed, one;
+
+    CHECK_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    cpu %= CPU_COUNT(&allowed);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed) && cpu-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+            return;
+        }
+}
+
 static void mprotect_mode(vms_stack *st)
 {
     long got, again;
     int err;
     char want[160];
+    vms_stats before, after;
 
     got = fill(st, MILLION, &err);
     printf("mprotect: stopped after %ld stacks: %s\n", got, vms_last_error());
@@ -80,11 +98,17 @@ static void mprotect_mode(vms_stack *st)
     CHECK(got > 1000 && got < max_map_count() / 2);
     snprintf(want, sizeof want, VMA_MSG, max_map_count());
     CHECK(strcmp(vms_last_error(), want) == 0);
-    /* Still working: free half, allocate them again, then everything. */
+    /* Still working: free half, allocate them again (from another CPU, so
+       that stacks left in the first CPU's cache must be found), then all. */
+    vms_stats_get(&before);
+    pin_to_cpu(0);
     free_all(st, got / 2);
+    pin_to_cpu(1);
     again = fill(st, got / 2, &err);
     CHECK_EQ(err, 0);
     CHECK_EQ(again, got / 2);
+    vms_stats_get(&after);
+    CHECK_EQ(after.slots, before.slots); /* reused, none stranded in a cache */
     free_all(st, got);
     again = fill(st, got, &err);
     CHECK_EQ(again, got);
