@@ -29,11 +29,15 @@ void *vms__os_reserve(size_t bytes)
 int vms__os_commit(void *addr, size_t bytes)
 {
     /*
-     * Accounted (no MAP_NORESERVE), so that a strict overcommit policy says
-     * "no" here, as an error return, rather than later as a fault on a stack.
-     * Consecutive chunks merge into one VMA.
+     * MAP_NORESERVE: under the default overcommit policy, a million 64 KiB
+     * stacks would otherwise charge 80 GB of commit, and fork() of the
+     * process would then fail.  Under the strict policy (vm.overcommit_memory
+     * = 2) the kernel ignores the flag and accounts anyway, so there the
+     * error still comes here, as a return value.  Consecutive chunks merge
+     * into one VMA.
      */
-    void *p = mmap(addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void *p = mmap(addr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 
     if (p == MAP_FAILED) {
         int e = errno;

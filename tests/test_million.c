@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MILLION 1000000L
 #define STACK (64 << 10)
@@ -51,6 +53,20 @@ static void free_all(vms_stack *st, long n)
         CHECK_EQ(vms_stack_free(&st[i]), 0);
 }
 
+/* A process holding a million stacks can still fork (no commit charge for them). */
+static void check_fork(void)
+{
+    int status;
+    pid_t pid = fork();
+
+    if (pid == 0)
+        _exit(7);
+    if (pid < 0)
+        perror("fork with a million live stacks");
+    CHECK(pid > 0);
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 7);
+}
+
 static void madvise_mode(vms_stack *st)
 {
     long vmas0 = proc_vmas(), rss0 = proc_rss(), got, vmas;
@@ -64,6 +80,7 @@ static void madvise_mode(vms_stack *st)
     printf("madvise: %ld live stacks, VMAs added %ld, RSS per stack %ld bytes\n", got, vmas,
            (proc_rss() - rss0) / got);
     CHECK(vmas < 100);
+    check_fork();
     for (long i = 0; i < got; i += 9973)
         CHECK_EQ(*(long *)((char *)vms_stack_top(&st[i]) - 64), st[i].id + 1);
     free_all(st, got);
