@@ -18,6 +18,7 @@ struct cmd {
 
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_checkstack(int argc, char **argv);
 
 /* Prints "vmstack SUB: reason (see 'vmstack SUB --help')" and returns CMD_USAGE. */
 int cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -8,6 +8,7 @@
 static const struct cmd cmds[] = {
     { "demo", "the showcase: guarded cached stacks at work, with figures", cmd_demo },
     { "bench", "benchmarks, side by side with their baselines in one run", cmd_bench },
+    { "checkstack", "static frame sizes of a binary's functions, largest first", cmd_checkstack },
 };
 
 int cmd_usage_error(const char *sub, const char *fmt, ...)

@@ -1,0 +1,120 @@
+#!/bin/sh
+# test_checkstack.sh VMSTACK CC CS_FRAMES_C SHARED_LIB
+#
+# Compiles tests/cs_frames.c with CC and -fstack-usage at several
+# optimisation levels and checks 'vmstack checkstack' against the compiler:
+# every function of at least --min bytes within 16 bytes of the .su figure,
+# alloca/VLA functions marked dynamic, the 20000-byte frame flagged as a
+# stack clash with the default 16 KiB guard but not with a 32 KiB one.  Then
+# a shared library, and the error cases with their exit codes and messages.
+set -u
+
+VMSTACK=$1
+CC=$2
+SRC=$3
+SHLIB=$4
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() {
+    echo "FAIL: $*"
+    FAILS=$((FAILS + 1))
+}
+
+# json_field NAME FIELD < JSON: a field of the function NAME (one function per line).
+json_field() {
+    awk -v name="\"$1\"" -v field="\"$2\"" '
+        index($0, "{\"name\": " name ",") {
+            n = split($0, kv, /, |{|}/)
+            for (i = 1; i <= n; i++)
+                if (index(kv[i], field ": ") == 1) { sub(/^[^:]*: /, "", kv[i]); print kv[i] }
+        }'
+}
+
+# compare FLAGS: one build of cs_frames against its .su file.
+compare() {
+    dir="$TMP/build$(echo "$1" | tr -d ' -')"
+    mkdir -p "$dir"
+    (cd "$dir" && "$CC" $1 -fstack-usage -o cs_frames "$SRC") || { fail "$CC $1 did not compile $SRC"; return; }
+    "$VMSTACK" checkstack --json "$dir/cs_frames" > "$dir/out.json" || { fail "[$1] checkstack failed"; return; }
+    checked=0
+    # GCC names the .su file after the object: cs_frames-cs_frames.su or cs_frames.su.
+    for su in "$dir"/*.su; do
+        while IFS='	' read -r loc size kind; do
+            fn=${loc##*:}
+            case $kind in
+            dynamic) want_dyn=true ;;  # alloca, VLA; "dynamic,bounded" is a fixed frame plus pushes
+            *) want_dyn=false ;;
+            esac
+            [ "$size" -ge 100 ] || [ "$want_dyn" = true ] || continue
+            frame=$(json_field "$fn" frame < "$dir/out.json")
+            dyn=$(json_field "$fn" dynamic < "$dir/out.json")
+            if [ -z "$frame" ]; then
+                fail "[$1] $fn ($size bytes, $kind) not listed"
+                continue
+            fi
+            diff=$((frame - size))
+            [ "$diff" -ge -16 ] && [ "$diff" -le 16 ] || fail "[$1] $fn: checkstack $frame, -fstack-usage $size"
+            [ "$dyn" = "$want_dyn" ] || fail "[$1] $fn: dynamic $dyn, -fstack-usage says $kind"
+            checked=$((checked + 1))
+        done < "$su"
+    done
+    [ "$checked" -ge 6 ] || fail "[$1] only $checked functions compared"
+    [ "$(json_field frame_20000 clash < "$dir/out.json")" = true ] || fail "[$1] frame_20000 not flagged clash"
+    [ "$(json_field frame_4096 clash < "$dir/out.json")" = false ] || fail "[$1] frame_4096 flagged clash"
+    [ -z "$(json_field frame_64 frame < "$dir/out.json")" ] || fail "[$1] frame_64 listed below --min 100"
+    "$VMSTACK" checkstack --json --guard 32K "$dir/cs_frames" | json_field frame_20000 clash | grep -qx false ||
+        fail "[$1] frame_20000 flagged clash with --guard 32K"
+    "$VMSTACK" checkstack --min 0 "$dir/cs_frames" | grep -q ' frame_64 \[cs_frames\]$' ||
+        fail "[$1] frame_64 not listed with --min 0"
+    echo "ok: $CC $1: $checked functions agree with -fstack-usage"
+}
+
+compare "-O0"
+compare "-O2"
+compare "-O2 -fno-omit-frame-pointer"
+
+# Text output: header, then rows largest first.
+out=$("$VMSTACK" checkstack "$TMP/buildO2/cs_frames") || fail "text output failed"
+echo "$out" | sed -n 2p | grep -q '^ADDRESS  *FRAME  *FLAGS  *FUNCTION \[MODULE\]$' || fail "no column header: $out"
+echo "$out" | sed -n 3p | grep -q '^0x[0-9a-f]\{16\}  *200[0-9][0-9]  clash  *frame_20000 \[cs_frames\]$' ||
+    fail "largest frame not first: $out"
+echo "$out" | grep -q '  dynamic  *frame_vla \[cs_frames\]$' || fail "frame_vla not dynamic in text: $out"
+
+# A shared library.
+lib=$(basename "$SHLIB")
+"$VMSTACK" checkstack --min 0 "$SHLIB" > "$TMP/lib.txt" || fail "checkstack on $SHLIB failed"
+[ "$(grep -c "\[$lib\]\$" "$TMP/lib.txt")" -ge 10 ] || fail "few functions listed for $SHLIB"
+
+# Two binaries in JSON: an array of objects.
+"$VMSTACK" checkstack --json "$TMP/buildO0/cs_frames" "$SHLIB" | head -c 1 | grep -qx '\[' ||
+    fail "JSON for two binaries is not an array"
+
+# Errors: not ELF and a missing file (exit 1), bad usage (exit 2), help (exit 0).
+err=$("$VMSTACK" checkstack "$0" 2>&1 >/dev/null)
+rc=$?
+[ "$rc" = 1 ] || fail "non-ELF file: exit $rc"
+[ "$err" = "vmstack checkstack: $0: not an ELF file" ] || fail "non-ELF message: $err"
+"$VMSTACK" checkstack "$TMP/missing" 2>/dev/null
+[ $? = 1 ] || fail "missing file: not exit 1"
+"$VMSTACK" checkstack 2>/dev/null
+[ $? = 2 ] || fail "no arguments: not exit 2"
+"$VMSTACK" checkstack --guard 12Q "$SHLIB" 2>/dev/null
+[ $? = 2 ] || fail "bad size: not exit 2"
+"$VMSTACK" checkstack --help | grep -q '^usage: vmstack checkstack' || fail "--help"
+
+# No call-frame information, and a stripped executable.
+printf 'int f(int x) { return x + 1; }\n' > "$TMP/nocfi.c"
+if "$CC" -O2 -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-tables \
+    -o "$TMP/nocfi.so" "$TMP/nocfi.c"; then
+    err=$("$VMSTACK" checkstack "$TMP/nocfi.so" 2>&1)
+    [ $? = 1 ] && echo "$err" | grep -q 'has no call-frame information' || fail "no CFI: $err"
+fi
+if strip -o "$TMP/stripped" "$TMP/buildO2/cs_frames" 2>/dev/null; then
+    err=$("$VMSTACK" checkstack "$TMP/stripped" 2>&1)
+    [ $? = 1 ] && echo "$err" | grep -q 'has no function symbols (stripped)' || fail "stripped: $err"
+fi
+
+[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
+echo "all checkstack tests passed"
