@@ -18,7 +18,7 @@
  * negative errno value on failure; functions returning pointers return NULL
  * and set errno.  After a failure, vms_last_error() gives a one-line message
  * that names what ran out or what was wrong, and what to do about it.  The
- * library never prints, except the overflow report.
+ * library never prints, except overflow and stack-corruption reports.
  *
  * Thread safety: every function may be called from any thread.
  * vms_on_stack() is also async-signal-safe.
@@ -26,6 +26,7 @@
 #ifndef VMSTACK_H
 #define VMSTACK_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -195,6 +196,338 @@ VMS_API int vms_on_stack(const void *ptr, vms_stack *st);
 VMS_API size_t vms_stack_used(const vms_stack *st);
 
 /* ------------------------------------------------------------------------ */
+/* Fibers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Fibers are cooperative tasks on guarded, cached vmstack stacks, run by a
+ * scheduler per thread.  A fiber stays on the thread that spawned it: it
+ * runs only while that thread is inside vms_run() or vms_fiber_join(), and
+ * gives up the thread only in vms_yield(), vms_fiber_join() or by ending.
+ * Ready fibers run in FIFO order.  Spawning costs a cached stack and a
+ * descriptor: no syscall, no malloc; a switch is a few instructions and no
+ * syscall.
+ *
+ * As in the kernel, a fiber's descriptor lives in vmstack's table, not on
+ * its stack, and the lowest word of its stack holds a canary, checked at
+ * every switch away from the fiber and when it ends.  A fiber whose canary
+ * was overwritten is killed, with one line on stderr: "vmstack: BUG:
+ * corrupted stack end detected inside scheduler: ...".  A fiber that
+ * overflows into its guard is killed by the overflow handler.  Either way
+ * only that fiber dies; its joiner sees how.
+ *
+ * Unlike the rest of the API, these functions act on the calling thread's
+ * scheduler: a fiber handed to another thread cannot be joined there
+ * (-EPERM).  Fibers left when their thread exits are leaked.
+ */
+
+/*
+ * A fiber handle, a plain value.  After the fiber was joined (or ended,
+ * when detached) the handle is stale, and calls recognise it as such even
+ * when the fiber's stack and descriptor were reused since.
+ */
+typedef struct vms_fiber {
+    uint64_t id;      /* unique in the process, from 1; 0: no fiber */
+    uint32_t ref;     /* private: where the fiber's descriptor is */
+} vms_fiber;
+
+/* Options of vms_fiber_spawn; NULL or all zero for the defaults. */
+typedef struct vms_fiber_opts {
+    const char *name;   /* for reports; the first 31 bytes are kept; NULL: "fiber" */
+    size_t stack_size;  /* usable stack bytes; 0: the configured default (64 KiB) */
+    int detached;       /* nonzero: never joined; its stack is freed as it ends */
+} vms_fiber_opts;
+
+/* How a fiber ended. */
+typedef enum vms_fiber_end {
+    VMS_FIBER_RETURNED = 1,      /* its function returned */
+    VMS_FIBER_KILLED_OVERFLOW,   /* killed: it ran into the guard below its stack */
+    VMS_FIBER_KILLED_CANARY,     /* killed: the canary at its stack end was overwritten */
+} vms_fiber_end;
+
+typedef struct vms_fiber_status {
+    vms_fiber_end end;
+    void *result;       /* what its function returned; NULL when killed */
+} vms_fiber_status;
+
+/*
+ * Creates a fiber that will run fn(arg) on a stack of its own, and puts it
+ * at the end of the calling thread's run queue; it starts when the thread
+ * next schedules (vms_run, vms_fiber_join, vms_yield).  May be called from a
+ * fiber.  Fills *f (may be NULL for a detached fiber).  Returns 0, or:
+ *   -EINVAL  fn is NULL, f is NULL for a joinable fiber, or a stack size
+ *            that vms_stack_alloc refuses (page multiple, 16 KiB .. 1 GiB)
+ *   -ENOSPC, -ENOMEM  no stack could be had; see vms_stack_alloc
+ */
+VMS_API int vms_fiber_spawn(vms_fiber *f, void *(*fn)(void *), void *arg, const vms_fiber_opts *opts);
+
+/*
+ * Lets the other ready fibers of this thread run; returns when the calling
+ * fiber's turn comes again (at once when none is ready).  Returns 0, or
+ * -EPERM when not called from a fiber.
+ */
+VMS_API int vms_yield(void);
+
+/*
+ * Waits until fiber f has ended, fills *st (may be NULL) and frees f's stack;
+ * the handle becomes stale.  Called from a fiber, the caller sleeps while
+ * other fibers run; called from the thread's own stack, the thread runs its
+ * ready fibers until f has ended.  Returns 0, or:
+ *   -EINVAL   f is not a fiber handle, or f is detached
+ *   -EALREADY f was joined already (stale handle)
+ *   -EPERM    f belongs to another thread
+ *   -EBUSY    another fiber already waits to join f
+ *   -EDEADLK  f is the calling fiber itself
+ */
+VMS_API int vms_fiber_join(vms_fiber f, vms_fiber_status *st);
+
+/*
+ * Runs the calling thread's fibers until all of them have ended (and may be
+ * joined without waiting).  Returns 0; -EPERM when called from a fiber;
+ * -EDEADLK when fibers are left that all wait for one another.
+ */
+VMS_API int vms_run(void);
+
+/* The running fiber of the calling thread; id 0 on the thread's own stack. */
+VMS_API vms_fiber vms_fiber_current(void);
+
+/* A fiber's id; also in reports.  Ids are never reused. */
+static inline uint64_t vms_fiber_id(vms_fiber f)
+{
+    return f.id;
+}
+
+/*
+ * A fiber's name, valid until it is joined; NULL (errno EINVAL, EALREADY
+ * or EPERM as vms_fiber_join) for a bad, stale or other thread's handle.
+ */
+VMS_API const char *vms_fiber_name(vms_fiber f);
+
+/* The stack a fiber runs on, e.g. for vms_stack_used().  0 or as vms_fiber_name. */
+VMS_API int vms_fiber_stack(vms_fiber f, vms_stack *st);
+
+/*
+ * Sets the calling fiber's kill hook: fn(arg) runs if the fiber is killed
+ * (overflow or broken canary), on what is left of the fiber's own stack,
+ * before its joiner is woken; NULL removes it.  A kill cannot undo what the
+ * fiber had started: locks it holds stay held, half-done updates stay half
+ * done, memory it allocated stays allocated, unless the hook sees to it.  It
+ * should not yield or join.  Returns 0, or -EPERM when not called from a
+ * fiber.
+ */
+VMS_API int vms_fiber_on_kill(void (*fn)(void *), void *arg);
+
+/* The calling thread's scheduler: what it did so far. */
+typedef struct vms_sched_stats {
+    uint64_t spawned;     /* fibers spawned */
+    uint64_t returned;    /* fibers that ended by returning */
+    uint64_t killed;      /* fibers killed (overflow or canary) */
+    uint64_t switches;    /* context switches */
+    size_t live;          /* fibers spawned and not ended */
+    size_t peak_live;     /* the most live at once */
+} vms_sched_stats;
+
+VMS_API void vms_sched_stats_get(vms_sched_stats *st);
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * pthread_create on a guarded vmstack stack.  The stack size is attr's
+ * (pthread_attr_setstacksize, else glibc's default, typically 8 MiB),
+ * rounded up to a page and to at least 16 KiB, or the configured default
+ * stack size when attr is NULL; attr's other settings apply as given; an
+ * attr with a stack of its own (pthread_attr_setstack) is refused with
+ * -EINVAL.  name (may be NULL; at most 15 characters reach the kernel) is
+ * the thread's name for overflow reports and the kernel's comm.  The
+ * thread gets an alternate signal stack, so that an overflow is reported
+ * (thread name, tid, start routine) before the process dies by SIGSEGV.
+ * glibc keeps the thread's descriptor and static TLS at the top of the
+ * stack, as on stacks it maps itself.  Returns 0, or a negative errno:
+ * those of vms_stack_alloc, or pthread_create's (e.g. -EAGAIN).
+ *
+ * A thread created here must be joined with vms_thread_join, which frees
+ * its stack, or detached (by attr or vms_thread_detach): its stack is then
+ * freed by a later vms_thread_create once the kernel reports the thread
+ * gone.  pthread_join/pthread_detach on it would leak the stack.
+ */
+VMS_API int vms_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+                              const char *name);
+
+/* pthread_join, then frees the thread's stack.  0 or a negative errno. */
+VMS_API int vms_thread_join(pthread_t thread, void **ret);
+
+/* pthread_detach for a thread of vms_thread_create (others: plain pthread_detach). */
+VMS_API int vms_thread_detach(pthread_t thread);
+
+/* ------------------------------------------------------------------------ */
+/* Stack overflow                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * As in the kernel with virtually mapped stacks, an overflow into the guard
+ * below a stack is caught, reported like an oops, and only the offender
+ * dies.  vmstack installs SIGSEGV and SIGBUS handlers (SA_SIGINFO |
+ * SA_ONSTACK) on first use (the first stack allocation, or
+ * vms_fault_install()), and every thread that allocates stacks, runs fibers
+ * or runs on a vmstack thread stack gets an alternate signal stack that is
+ * itself a guarded vmstack stack.  Handlers installed before are kept and
+ * get every fault that is not a guard hit of a known stack; a handler
+ * installed later that chains to the previous one keeps working.
+ *
+ * The fault address is looked up in O(1): in the guard of a live stack,
+ * with the stack pointer on that stack or in its guard, it is an overflow
+ * of the task on that stack.  In a guard, but from code whose stack pointer
+ * is elsewhere, it is a wild access: reported, then passed on.  Anything
+ * else is passed on untouched: to the earlier handler, or to the default
+ * action, so the process dies by the real signal, with its core dump,
+ * exactly as without vmstack.
+ *
+ * The report goes to stderr (or vms_set_report_fd / _callback), as one
+ * write; every line starts with "vmstack: ".  Its fixed words are stable:
+ *
+ *   vmstack: BUG: stack guard page was hit at 0xADDR (stack is 0xLO..0xHI)
+ *   vmstack: TASK
+ *   vmstack: stack N KiB, guard N KiB at 0xLO..0xHI; sp is N bytes below the top
+ *   vmstack: ip 0xIP sp 0xSP bp 0xBP
+ *   vmstack: Call Trace:
+ *   vmstack:  [<0xIP>] function+0xOFF/0xSIZE [module]
+ *   vmstack:  ... N more frames of function+0xOFF/0xSIZE [module]
+ *   vmstack:  ... N frames not shown ...
+ *   vmstack: killed fiber 'NAME'          (or)    vmstack: aborting
+ *
+ * TASK is "fiber 'NAME' (id N) on thread 'NAME' (tid N)", "thread 'NAME'
+ * (tid N)" or "a stack without a task, on thread 'NAME' (tid N)", followed
+ * by ", start routine function+0xOFF/0xSIZE [module]" when known.  A frame
+ * in no known function reads "?? [module+0xOFF]".  Repeated frames (deep
+ * recursion) are folded; the first 24 and last 8 runs of frames are shown.
+ * A wild access reads instead:
+ *
+ *   vmstack: BUG: wild access to a stack guard page at 0xADDR (stack is 0xLO..0xHI)
+ *   vmstack: the stack belongs to TASK     (or: nobody: it is free)
+ *   vmstack: accessed by TASK              (or: thread 'NAME' (tid N), sp on no known stack)
+ *   ... ip, Call Trace as above ...
+ *   vmstack: not an overflow: passing SIGSEGV on
+ *
+ * Symbols come from a table read outside signal context (the kernel's
+ * kallsyms): at installation, and again by vms_fault_install() when modules
+ * were loaded or unloaded since; call it after dlopen to symbolize the new
+ * module's functions.
+ */
+
+/* What to do with a task that overflowed its stack. */
+typedef enum vms_overflow_policy {
+    VMS_OVERFLOW_DEFAULT = 0, /* KILL for fibers, ABORT for everything else */
+    VMS_OVERFLOW_KILL,        /* fibers: end it, status VMS_FIBER_KILLED_OVERFLOW, its
+                                 scheduler goes on; other tasks cannot be killed alone:
+                                 ABORT */
+    VMS_OVERFLOW_ABORT,       /* report, then die by SIGSEGV as if unhandled (the earlier
+                                 handler, if any, gets the fault first); reports that other
+                                 threads are writing get 50 ms to 2 s to finish first */
+    VMS_OVERFLOW_CALLBACK     /* ask the function set with vms_set_overflow_callback */
+} vms_overflow_policy;
+
+/* The tasks a policy is set for. */
+typedef enum vms_overflow_task {
+    VMS_OVERFLOW_FIBER = 1,   /* fibers (vms_fiber_spawn) */
+    VMS_OVERFLOW_THREAD = 2   /* threads (vms_thread_create, `vmstack run`) and bare stacks */
+} vms_overflow_task;
+
+/*
+ * Sets the policy for one kind of task.  Returns 0, or -EINVAL for an
+ * unknown task kind or policy.
+ *
+ * What a kill cannot undo: the fiber's frames are abandoned, not unwound.
+ * Locks it holds stay held, updates it was making stay half done, memory
+ * and descriptors it allocated stay allocated, C++ destructors and
+ * pthread cleanup handlers do not run.  Its kill hook (vms_fiber_on_kill)
+ * is the place to release such things.  A fiber that may hold shared state
+ * when it overflows is better served by ABORT.
+ */
+VMS_API int vms_set_overflow_policy(vms_overflow_task task, vms_overflow_policy policy);
+
+/* What a policy callback is told.  Pointers are valid during the call only. */
+typedef struct vms_overflow {
+    vms_overflow_task task;   /* the kind of task that overflowed */
+    uint64_t id;              /* fiber id, or thread id (tid) */
+    const char *name;         /* the task's name */
+    void *fault_addr;         /* the address that hit the guard */
+    void *stack_lo, *stack_hi;/* the stack's usable bytes */
+    void *guard_lo;           /* the guard is [guard_lo, stack_lo) */
+    void *ip, *sp, *bp;       /* the interrupted context */
+    int signo;                /* SIGSEGV (or SIGBUS) */
+    const char *report;       /* the report so far, without its last line: */
+    size_t report_len;        /* report_len bytes, not NUL-terminated */
+} vms_overflow;
+
+/*
+ * The callback for VMS_OVERFLOW_CALLBACK; it returns VMS_OVERFLOW_KILL or
+ * VMS_OVERFLOW_ABORT (anything else: the task's default).  It runs inside
+ * the signal handler, on the alternate signal stack: it may call only
+ * async-signal-safe functions, and must not touch the overflowed stack.
+ */
+typedef vms_overflow_policy (*vms_overflow_fn)(const vms_overflow *ov, void *arg);
+VMS_API void vms_set_overflow_callback(vms_overflow_fn fn, void *arg);
+
+/* Reports go to fd (default 2).  Returns 0, or -EBADF for a negative fd. */
+VMS_API int vms_set_report_fd(int fd);
+
+/*
+ * Reports go to fn instead, one call per whole report (NULL: back to the
+ * fd).  fn runs inside the signal handler: async-signal-safe calls only.
+ */
+VMS_API void vms_set_report_callback(void (*fn)(const char *text, size_t len, void *arg), void *arg);
+
+/*
+ * Installs the handlers (once) and the calling thread's alternate signal
+ * stack, and refreshes the symbol table if modules were loaded since.
+ * Stack allocation does this by itself; call it explicitly after dlopen,
+ * or to have the handlers in place before the first stack.  Returns 0 or a
+ * negative errno (as vms_stack_alloc, for the alternate stack).
+ */
+VMS_API int vms_fault_install(void);
+
+/* ------------------------------------------------------------------------ */
+/* Stack tracer (fibers)                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The kernel's stack tracer for fibers (`vmstack trace` does it for the
+ * threads of unmodified programs): every fiber spawned after
+ * vms_trace_enable gets a tripwire, one inaccessible page just below the
+ * deepest page of its stack touched so far.  The first access to it
+ * faults; the handler records the call chain that got there (libunwind)
+ * and moves the tripwire one page down.  Once a fiber has been as deep as
+ * it gets, nothing faults: no cost in steady state.  Depths are exact to
+ * one page; frame sizes are exact (differences of canonical frame
+ * addresses, return address included, as gcc -fstack-usage counts).
+ *
+ * warn_frame: frames above this many bytes are listed once per function,
+ * with the chain that reached them, in the report (0: off).  warn_depth:
+ * a fiber passing this percentage of its stack gets a warning on stderr
+ * at once (0: off).  Up to 4096 fibers are traced at once; the rest run
+ * untraced.  Needs guard pages (not VMS_GUARD_NONE).  Returns 0, or
+ * -EINVAL (warn_depth above 100), -ENOTSUP, -ENOMEM.  Settings of a
+ * second call are ignored.
+ */
+VMS_API int vms_trace_enable(size_t warn_frame, unsigned warn_depth);
+
+/*
+ * Writes the deepest call chain of every traced fiber, ended or running,
+ * to fd in the kernel's format, deepest first:
+ *
+ *   fiber 'NAME' (id N), start routine FN: D of S stack bytes deep, N tripwire faults
+ *           Depth    Size   Location    (N entries)
+ *           -----    ----   --------
+ *     0)     7696      16   function+0x1b/0x40 [module] file.c:123
+ *
+ * Not async-signal-safe.  Returns 0, or -EINVAL when tracing is off, or
+ * the write's negative errno.
+ */
+VMS_API int vms_trace_report(int fd);
+
+/* ------------------------------------------------------------------------ */
 /* Statistics and maintenance                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -210,6 +543,7 @@ typedef struct vms_stats {
     size_t mapped_bytes;    /* address space mapped read-write (chunks) */
     uint64_t released;      /* stacks whose memory went back to the kernel */
     uint64_t release_calls; /* madvise calls that did it (batched) */
+    uint64_t overflows;     /* stack overflows caught and reported */
 } vms_stats;
 
 /* Fills *stats.  Counts are a consistent-enough snapshot, not atomic. */

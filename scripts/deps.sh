@@ -2,7 +2,7 @@
 # Installs what vmstack needs from Debian's packages (only what is missing).
 set -euo pipefail
 
-PACKAGES=(gcc make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
+PACKAGES=(gcc libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
           python3 xz-utils binutils)
 
 missing=()

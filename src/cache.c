@@ -356,6 +356,9 @@ int vms_stack_alloc(vms_stack *st, size_t size)
 
     if (!r)
         return err;
+    /* The allocating thread gets the overflow handler and its alternate stack. */
+    if ((err = vms__fault_thread_init()))
+        return err;
     if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
         return err;
     /* We own the slot exclusively now; publish it as live. */
@@ -427,6 +430,7 @@ void vms_stats_get(vms_stats *s)
 
     memset(s, 0, sizeof *s);
     s->sizes = n;
+    s->overflows = vms__fault_overflows();
     s->cached = tcache_count();
     for (unsigned i = 0; i < n; i++) {
         struct vms_region *r = vms__g.regions[i];

@@ -18,6 +18,8 @@ struct cmd {
 
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_trace(int argc, char **argv); /* tools/trace.c */
 int cmd_checkstack(int argc, char **argv);
 
 /* Prints "vmstack SUB: reason (see 'vmstack SUB --help')" and returns CMD_USAGE. */

@@ -7,6 +7,8 @@
 
 static const struct cmd cmds[] = {
     { "demo", "the showcase: guarded cached stacks at work, with figures", cmd_demo },
+    { "run", "run an unmodified program: guarded thread stacks, overflow reports, usage table", cmd_run },
+    { "trace", "as run, plus the deepest call chain per thread (Depth Size Location)", cmd_trace },
     { "bench", "benchmarks, side by side with their baselines in one run", cmd_bench },
     { "checkstack", "static frame sizes of a binary's functions, largest first", cmd_checkstack },
 };

@@ -1,0 +1,157 @@
+#!/bin/sh
+# 'vmstack run' on small programs of the repo and on real programs.
+# usage: test_run.sh CASE VMSTACK BINDIR   (BINDIR holds the run_* programs)
+# Exit 0 pass, 1 fail, 77 skip (a real program is not installed).
+set -u
+case_=$1 vmstack=$2 bin=$3
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
+skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
+
+# json FILE PYTHON-EXPR: evaluates EXPR with t = the table's threads, r = the table.
+json() {
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["threads"]
+v = eval("(" + sys.argv[2] + ")")
+print(v)
+sys.exit(0 if v else 1)
+EOF
+}
+
+# plain_vs_run OUTPUT-NAME CMD...: same stdout and exit status with and without vmstack run.
+plain_vs_run() {
+    name=$1; shift
+    "$@" > "$tmp/$name.plain" 2> "$tmp/$name.plain.err"; rc_plain=$?
+    "$vmstack" run --json --output "$tmp/$name.json" -- "$@" > "$tmp/$name.run" 2> "$tmp/$name.run.err"; rc_run=$?
+    [ "$rc_plain" = "$rc_run" ] || fail "$*: exit status $rc_plain plain, $rc_run under vmstack run: $(cat "$tmp/$name.run.err")"
+    cmp -s "$tmp/$name.plain" "$tmp/$name.run" || fail "$*: output differs under vmstack run"
+    [ -s "$tmp/$name.json" ] || fail "$*: no usage table written"
+}
+
+case $case_ in
+usage)
+    # Bad usage: one line on stderr, exit 2.
+    printf 'not a program\n' > "$tmp/data"; chmod +x "$tmp/data"
+    for args in "" "--" "-- /nonexistent/prog" "-- no-such-program-xyz" "--stack-size 12345 -- true" \
+                "--stack-size abc -- true" "--stack-size 8K -- true" "--guard 0 -- true" \
+                "--report-signal NOSUCH -- true" "--report-signal KILL -- true" "--bogus -- true" \
+                "--output /nonexistent/dir/f -- true" "-- $tmp/data" "-- $bin/run_static"; do
+        # shellcheck disable=SC2086
+        "$vmstack" run $args > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 2 ] || fail "vmstack run $args: exit $rc, expected 2"
+        [ "$(wc -l < "$tmp/err")" = 1 ] || fail "vmstack run $args: not one line: $(cat "$tmp/err")"
+        grep -q '^vmstack run: ' "$tmp/err" || fail "vmstack run $args: $(cat "$tmp/err")"
+    done
+    grep -q 'not dynamically linked' "$tmp/err" || fail "static program: $(cat "$tmp/err")"
+    "$vmstack" run --help | grep -q -- '--stack-size' || fail "--help"
+    ;;
+recurse)
+    # Peak within one page of the depth the thread really reached.
+    for levels in 10 100 1000; do
+        truth=$("$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_recurse" $levels) || fail "run_recurse $levels"
+        json "$tmp/t.json" "len(t) == 2 and t[1]['start'] == 'deep_thread' and
+            abs(t[1]['peak_bytes'] - $truth) < 4096 and t[1]['stack_size'] == t[0]['stack_size']" > /dev/null ||
+            fail "$levels levels: truth $truth, table: $(cat "$tmp/t.json")"
+    done
+    # --stack-size: the thread gets exactly that; 100 KiB of frames fit in 128K.
+    truth=$("$vmstack" run --stack-size 128K --json --output "$tmp/t.json" -- "$bin/run_recurse" 100) ||
+        fail "--stack-size 128K"
+    json "$tmp/t.json" "t[1]['stack_size'] == 131072 and t[1]['guard_size'] == 65536 and
+        abs(t[1]['peak_bytes'] - $truth) < 4096 and 75 < t[1]['used_pct'] < 90" > /dev/null ||
+        fail "--stack-size: $(cat "$tmp/t.json")"
+    "$vmstack" run --guard 256K --json --output "$tmp/t.json" -- "$bin/run_recurse" 10 > /dev/null
+    json "$tmp/t.json" "t[1]['guard_size'] == 262144" > /dev/null || fail "--guard: $(cat "$tmp/t.json")"
+    # The text table: header and a row naming the start routine.
+    "$vmstack" run -- "$bin/run_recurse" 10 > /dev/null 2> "$tmp/err" || fail "text table run"
+    grep -q 'TID  NAME  *START  *STACK  *GUARD  *PEAK  *USED%' "$tmp/err" || fail "text header: $(cat "$tmp/err")"
+    grep -q ' deep_thread  ' "$tmp/err" || fail "text row: $(cat "$tmp/err")"
+    ;;
+overflow)
+    # The report names thread, tid and start routine; then death by SIGSEGV (shell: 128 + 11).
+    "$vmstack" run --stack-size 64K -- "$bin/run_overflow" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 139 ] || fail "exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+    for piece in 'vmstack: BUG: stack guard page was hit at 0x' \
+                 "vmstack: thread 'overflower' (tid [0-9][0-9]*), start routine overflow_thread+0x0/" \
+                 'vmstack: stack 64 KiB, guard 64 KiB at 0x' 'bottomless+0x' 'vmstack: aborting'; do
+        grep -q "$piece" "$tmp/err" || fail "report lacks '$piece': $(cat "$tmp/err")"
+    done
+    # The main thread too: its stack from [stack] and RLIMIT_STACK.
+    (ulimit -s 1024; "$vmstack" run -- "$bin/run_overflow" main) > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 139 ] || fail "main: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+    grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "main: no report: $(cat "$tmp/err")"
+    grep -q "vmstack: thread 'run_overflow' (tid [0-9]*)" "$tmp/err" || fail "main: no thread line: $(cat "$tmp/err")"
+    ;;
+threads100)
+    "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_threads100" > "$tmp/out" || fail "exit status"
+    grep -qx '100 threads' "$tmp/out" || fail "output"
+    json "$tmp/t.json" "len(t) == 101 and len({x['tid'] for x in t}) == 101 and
+        all(x['start'] == 'worker' and x['peak_bytes'] > 2048 for x in t[1:])" > /dev/null ||
+        fail "table: $(cat "$tmp/t.json")"
+    ;;
+ownsegv)
+    # The program's own handler still catches its own faults, in main and in threads ...
+    "$vmstack" run -- "$bin/run_ownsegv" > "$tmp/out" 2> "$tmp/err" || fail "exit status: $(cat "$tmp/err")"
+    grep -qx 'caught 2' "$tmp/out" || fail "output: $(cat "$tmp/out")"
+    # ... but an overflow is reported and kills, handler or not.
+    "$vmstack" run --stack-size 64K -- "$bin/run_ownsegv" overflow > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 139 ] || fail "overflow: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+    grep -qx 'caught 2' "$tmp/out" || fail "overflow: output: $(cat "$tmp/out")"
+    grep -q 'start routine thread+0x0/' "$tmp/err" || fail "overflow: report: $(cat "$tmp/err")"
+    ;;
+userstack)
+    "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_userstack" > "$tmp/out" || fail "exit status"
+    grep -qx 'user stack ok 3600' "$tmp/out" || fail "output: $(cat "$tmp/out")"
+    json "$tmp/t.json" "t[1]['user_stack'] and t[1]['stack_size'] == 262144 and
+        40 * 1024 < t[1]['peak_bytes'] < 40 * 1024 + 12 * 1024" > /dev/null || fail "table: $(cat "$tmp/t.json")"
+    "$vmstack" run -- "$bin/run_userstack" overflow > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 139 ] || fail "overflow: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+    grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "overflow: no report: $(cat "$tmp/err")"
+    grep -q 'start routine user_thread+0x0/' "$tmp/err" || fail "overflow: report: $(cat "$tmp/err")"
+    ;;
+output)
+    # --output replaces FILE only once the table is complete; --report-signal prints on demand.
+    echo old > "$tmp/keep"
+    "$vmstack" run --output "$tmp/keep" -- "$bin/run_recurse" 10 > /dev/null || fail "run"
+    grep -q 'deep_thread' "$tmp/keep" || fail "output file: $(cat "$tmp/keep")"
+    [ -z "$(ls "$tmp" | grep tmp)" ] || fail "temporary file left: $(ls "$tmp")"
+    # Not a regular file: written into, never replaced.
+    mkfifo "$tmp/fifo"; cat "$tmp/fifo" > "$tmp/fromfifo" &
+    "$vmstack" run --output "$tmp/fifo" -- "$bin/run_recurse" 10 > /dev/null || fail "run into a FIFO"
+    wait
+    [ -p "$tmp/fifo" ] && grep -q 'deep_thread' "$tmp/fromfifo" || fail "FIFO output: $(cat "$tmp/fromfifo")"
+    "$vmstack" run --report-signal USR1 -- sh -c 'kill -USR1 $$; sleep 0.3' 2> "$tmp/err" || fail "report-signal run"
+    grep -q 'at SIGUSR1' "$tmp/err" || fail "no table on SIGUSR1: $(cat "$tmp/err")"
+    grep -q 'at exit' "$tmp/err" || fail "no table at exit: $(cat "$tmp/err")"
+    ;;
+python)
+    command -v python3 > /dev/null || skip "python3 not installed"
+    plain_vs_run py python3 -c '
+import sys, threading
+out = [0] * 8
+def work(i):
+    out[i] = sum(k * k for k in range(20000 + i))
+ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(out)
+sys.exit(3)'
+    json "$tmp/py.json" "len(t) >= 9" > /dev/null || fail "python3: table: $(cat "$tmp/py.json")"
+    ;;
+xz)
+    command -v xz > /dev/null || skip "xz not installed (apt-get install xz-utils)"
+    i=0; while [ $i -lt 3000 ]; do echo "line $i of some text that compresses $((i * i))"; i=$((i + 1)); done > "$tmp/data"
+    plain_vs_run xz xz -T2 --block-size=16KiB -c "$tmp/data"
+    json "$tmp/xz.json" "len(t) >= 3" > /dev/null || fail "xz: no threads in the table: $(cat "$tmp/xz.json")"
+    cp "$tmp/xz.plain" "$tmp/data.xz"
+    plain_vs_run unxz xz -T2 -dc "$tmp/data.xz"
+    cmp -s "$tmp/unxz.run" "$tmp/data" || fail "xz -d under vmstack run: not the original"
+    plain_vs_run xzbad xz -T2 -dc "$tmp/data"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+exit 0

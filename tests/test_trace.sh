@@ -1,0 +1,147 @@
+#!/bin/sh
+# test_trace.sh VMSTACK CC TRACE_FRAMES_C
+#
+# 'vmstack trace' against the truth.  tests/trace_frames.c is built with CC
+# and -fstack-usage (-O0 and -O2); under the tracer, the deepest chain of
+# its thread 'frames' and of its main thread must list
+# frames_recurse... frames_f3 frames_f2 frames_f1 in call order, with
+# every frame's size within 16 bytes of gcc's figure, Depth(i) = Size(i) +
+# Depth(i+1) as in the kernel's table, and a depth within one page of the
+# one the program measured itself.  Then --warn-frame, --warn-depth, both
+# guard modes, a real program (python3, when installed), exit statuses and
+# usage errors.
+set -u
+
+VMSTACK=$1
+CC=$2
+SRC=$3
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+PAGE=$(getconf PAGESIZE)
+SLACK=64
+DEPTH=40
+
+fail() {
+    echo "FAIL: $*"
+    FAILS=$((FAILS + 1))
+}
+
+# rows HEADER < REPORT: the table rows of the chain whose header line starts with HEADER.
+rows() {
+    awk -v head="$1" 'index($0, head) == 1 { on = 1; next }
+                      on && /^$/ { exit }
+                      on && /^ *[0-9]+\)/ { print }'
+}
+
+# su_size FUNCTION: the function's frame in gcc's .su files of the current build.
+su_size() {
+    awk -F '\t' -v fn="$1" '{ n = split($1, p, ":"); if (p[n] == fn) print $2 }' "$dir"/*.su
+}
+
+# check_chain HEADER WHO MIN_RECURSE: one chain of the report against .su and the program's truth.
+check_chain() {
+    rows "$1" < "$dir/report.txt" > "$dir/rows.txt"
+    [ -s "$dir/rows.txt" ] || { fail "[$flags] no chain for $1"; return; }
+    # Depth(i) = Size(i) + Depth(i+1), the kernel's relation.
+    awk 'NR > 1 && prev_depth != prev_size + $2 { bad = 1 } { prev_depth = $2; prev_size = $3 }
+         END { exit bad }' "$dir/rows.txt" || fail "[$flags] $2: Depth(i) != Size(i) + Depth(i+1)"
+    # Call order, innermost first, repeats folded.
+    order=$(awk '{ sub(/\+.*/, "", $4); if ($4 != last) printf "%s ", $4; last = $4 }' "$dir/rows.txt")
+    case $order in
+    "frames_recurse frames_f3 frames_f2 frames_f1 run_chain "*) ;;
+    *) fail "[$flags] $2: chain order: $order" ;;
+    esac
+    n=$(grep -c ' frames_recurse+' "$dir/rows.txt")
+    [ "$n" -ge "$3" ] || fail "[$flags] $2: $n frames_recurse entries, want >= $3"
+    # Sizes against -fstack-usage; entry 0 may have faulted mid-prologue.
+    for fn in frames_recurse frames_f3 frames_f2 frames_f1; do
+        want=$(su_size $fn)
+        awk -v fn="$fn+" -v want="$want" 'NR > 1 && index($4, fn) == 1 {
+                d = $3 - want; if (d < -16 || d > 16) { print $3; exit 1 } }' "$dir/rows.txt" > "$dir/bad" ||
+            fail "[$flags] $2: $fn frame $(cat "$dir/bad"), -fstack-usage $want"
+    done
+    # Depth within one page of what the program measured at its deepest point (the tripwire
+    # sees accesses: SLACK for a push's 8 bytes and bytes the deepest frame leaves untouched).
+    depth=$(awk 'NR == 1 { print $2 }' "$dir/rows.txt")
+    truth=$(awk -v who="$2" '$1 == "truth" && $2 == who { print $3 }' "$dir/truth.txt")
+    diff=$((truth - depth))
+    [ "$diff" -ge -"$SLACK" ] && [ "$diff" -le $((PAGE + SLACK)) ] ||
+        fail "[$flags] $2: traced depth $depth, true depth $truth"
+    echo "ok: [$flags${GUARD:+ $GUARD}] $2: $order(x$n), depth $depth, truth $truth"
+}
+
+# trace_build FLAGS: build trace_frames, trace it, check both chains.
+trace_build() {
+    flags=$1
+    dir="$TMP/build$(echo "$flags" | tr -d ' -')"
+    mkdir -p "$dir"
+    (cd "$dir" && "$CC" $flags -g -fstack-usage -pthread -o trace_frames "$SRC") ||
+        { fail "$CC $flags did not compile $SRC"; return; }
+    "$VMSTACK" trace --output "$dir/report.txt" -- "$dir/trace_frames" $DEPTH > "$dir/truth.txt" ||
+        { fail "[$flags] trace_frames failed under vmstack trace"; return; }
+    check_chain "thread 'frames'" frames $((DEPTH + 1 - PAGE / 512))
+    check_chain "main thread" main $((DEPTH / 2 + 1 - PAGE / 512))
+    grep -q "^thread 'frames' .*frames_thread: [0-9]* of 8388608 stack bytes deep" "$dir/report.txt" ||
+        fail "[$flags] header of the thread's chain"
+    grep -q '^overall deepest: thread .frames.' "$dir/report.txt" || fail "[$flags] overall deepest is not 'frames'"
+}
+
+trace_build "-O0"
+trace_build "-O2"
+GUARD=mprotect
+export VMSTACK_GUARD=mprotect
+trace_build "-O2"
+unset VMSTACK_GUARD GUARD
+dir="$TMP/buildO2"
+
+# --warn-frame: frames_f2 (3000 bytes) once, with the chain that reached it; frames_f1 (1000) not.
+"$VMSTACK" trace --warn-frame 2048 --output "$TMP/warn.txt" -- "$dir/trace_frames" $DEPTH > /dev/null ||
+    fail "--warn-frame run failed"
+warned=$(grep -c '^vmstack trace: WARNING: frame of 30[0-9][0-9] bytes (--warn-frame 2048) in frames_f2+' "$TMP/warn.txt")
+[ "$warned" = 1 ] ||
+    fail "--warn-frame: frames_f2 not reported once: $(grep WARNING "$TMP/warn.txt")"
+grep -q 'WARNING: frame of .* in frames_f1+' "$TMP/warn.txt" && fail "--warn-frame: frames_f1 (1000 bytes) reported"
+awk '/WARNING: frame of .* in frames_f2\+/ { on = 1 } on && /^  1\)/ { print; exit }' "$TMP/warn.txt" |
+    grep -q ' frames_f1+' || fail "--warn-frame: the chain under frames_f2 does not go on with frames_f1"
+
+# --warn-depth: the thread on a 64 KiB stack passes 30% of it.
+"$VMSTACK" trace --stack-size 64K --warn-depth 30 --output "$TMP/depth.txt" -- "$dir/trace_frames" $DEPTH \
+    > /dev/null 2> "$TMP/depth.err" || fail "--warn-depth run failed"
+grep -q "^vmstack trace: WARNING: thread 'frames' (tid [0-9]*) passed 30% of its stack" "$TMP/depth.err" ||
+    fail "--warn-depth: no warning for 'frames': $(cat "$TMP/depth.err")"
+grep -q 'WARNING: passed --warn-depth 30% of its stack' "$TMP/depth.txt" || fail "--warn-depth: not in the report"
+
+# A real program: python3 recursing through C (map, max), symbols from its libraries.
+if command -v python3 > /dev/null 2>&1; then
+    "$VMSTACK" trace --output "$TMP/py.txt" -- python3 -c '
+def f(n):
+    return 0 if n == 0 else 1 + max(map(f, [n - 1]))
+print(f(100))' > "$TMP/py.out" || fail "python3 under vmstack trace failed"
+    grep -qx 100 "$TMP/py.out" || fail "python3 printed $(cat "$TMP/py.out")"
+    rows "main thread" < "$TMP/py.txt" > "$TMP/py.rows"
+    grep -q ' _PyEval_EvalFrameDefault+0x[0-9a-f]*/0x[0-9a-f]* \[' "$TMP/py.rows" ||
+        fail "python3: no _PyEval_EvalFrameDefault in the chain"
+    grep -q ' \[libc\.so\.6\]' "$TMP/py.rows" || fail "python3: no frame of libc in the chain"
+    [ "$(wc -l < "$TMP/py.rows")" -ge 300 ] || fail "python3: chain of $(wc -l < "$TMP/py.rows") entries for 100 levels"
+    echo "ok: python3: $(wc -l < "$TMP/py.rows") entries, $(awk 'NR == 1 { print $2 }' "$TMP/py.rows") bytes deep"
+fi
+
+# The program's exit status, and its death by signal, are trace's.
+"$VMSTACK" trace -- sh -c 'exit 3' 2> /dev/null
+[ $? = 3 ] || fail "exit status not passed on"
+"$VMSTACK" trace -- sh -c 'kill -TERM $$' 2> /dev/null
+[ $? = 143 ] || fail "death by SIGTERM not passed on"
+
+# Usage.
+"$VMSTACK" trace --help | grep -q '^usage: vmstack trace' || fail "--help"
+for args in "" "--warn-depth 0 -- true" "--warn-depth 101 -- true" "--warn-frame abc -- true" \
+    "--warn-frame -- true" "--json -- true" "--frobnicate -- true" "--warn-depth"; do
+    err=$("$VMSTACK" trace $args 2>&1 > /dev/null)
+    rc=$?
+    [ $rc = 2 ] || fail "'trace $args': exit $rc, not 2"
+    [ "$(echo "$err" | wc -l)" = 1 ] || fail "'trace $args': not one line: $err"
+done
+
+[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
+echo "all trace tests passed"

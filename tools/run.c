@@ -1,0 +1,309 @@
+/*
+ * 'vmstack run [options] -- PROG ARGS': runs an unmodified, dynamically
+ * linked program with libvmstack-preload.so preloaded.  The options reach
+ * the preload library as VMSTACK_RUN_* variables (src/preload.h), and the
+ * program replaces this process (exec), so that 'run' ends as the program
+ * ends: its exit status, or death by its signal.
+ *
+ * The preload library is looked for next to the vmstack binary (the build
+ * tree) and then at VMS_PRELOAD_REL relative to it (the installed layout,
+ * BINDIR/../LIBDIR/vmstack), both from /proc/self/exe.
+ */
+#include "cmd.h"
+#include "internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PRELOAD_NAME "libvmstack-preload.so"
+#define RUN_DEFAULT_GUARD "64K"
+
+struct run_args {
+    const char *guard, *stack_size, *output, *report_signal;
+    bool json, help;
+    int prog; /* index of PROG in argv */
+};
+
+static void help(void)
+{
+    printf("usage: vmstack run [OPTIONS] [--] PROG [ARGS...]\n\n"
+           "Runs an unmodified, dynamically linked program with guarded thread stacks:\n"
+           "every thread made by pthread_create runs on a vmstack stack (or keeps the\n"
+           "stack it brings, reported as \"user stack\"), every thread and the main one\n"
+           "get an alternate signal stack, and a stack overflow in any of them gives\n"
+           "an overflow report before the process dies by SIGSEGV.  At exit a table\n"
+           "shows each thread's peak stack use.  The exit status is the program's.\n\n"
+           "Options:\n"
+           "  --guard SIZE          guard below each thread stack (default " RUN_DEFAULT_GUARD ")\n"
+           "  --stack-size SIZE     stack size of threads that ask for none (default:\n"
+           "                        glibc's, from ulimit -s); find the smallest safe one\n"
+           "  --json                the table as JSON\n"
+           "  --output FILE         the table replaces FILE (default: stderr)\n"
+           "  --report-signal SIG   also print the table on signal SIG (e.g. USR1)\n\n"
+           "SIZE takes a K, M or G suffix and is a multiple of the page size.\n"
+           "man vmstack-run(1) has the details.\n");
+}
+
+/* ---- checking the options ---- */
+
+static int check_size(const char *opt, const char *v, size_t min, size_t max)
+{
+    size_t n, pg = (size_t)sysconf(_SC_PAGESIZE);
+
+    if (vms__parse_size(v, &n))
+        return cmd_usage_error("run", "%s %s: not a size (bytes with an optional K, M or G suffix)", opt, v);
+    if (n % pg || n < min || n > max)
+        return cmd_usage_error("run", "%s %s: must be a multiple of %zu from %zu KiB to %zu MiB", opt, v, pg,
+                               min >> 10, max >> 20);
+    return 0;
+}
+
+static int parse_signal(const char *s)
+{
+    char *end;
+    long n;
+
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    for (int sig = 1; sig < NSIG; sig++) {
+        const char *abbrev = sigabbrev_np(sig);
+        if (abbrev && !strcmp(abbrev, s))
+            return sig;
+    }
+    n = strtol(s, &end, 10);
+    return *s && !*end && n > 0 && n < NSIG ? (int)n : -1;
+}
+
+static int check_signal(const char *v)
+{
+    int sig = parse_signal(v);
+
+    if (sig < 0)
+        return cmd_usage_error("run", "--report-signal %s: not a signal name or number", v);
+    if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS)
+        return cmd_usage_error("run", "--report-signal %s: cannot be caught or is taken for overflows", v);
+    return 0;
+}
+
+/*
+ * The absolute path FILE will have, after checking that its directory takes
+ * new files (the table replaces FILE by a rename), or, for what is not a
+ * regular file (/dev/stdout, a FIFO), that it can be written.
+ */
+static int check_output(const char *v, char *abs, size_t n)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(v, '/');
+    struct stat sb;
+
+    if (!*v || (slash && !slash[1]))
+        return cmd_usage_error("run", "--output '%s': not a file name", v);
+    if (stat(v, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        if (S_ISDIR(sb.st_mode) || access(v, W_OK))
+            return cmd_usage_error("run", "--output %s: cannot be written", v);
+        return (size_t)snprintf(abs, n, "%s", v) < n ? 0 : cmd_usage_error("run", "--output %s: path too long", v);
+    }
+    if (v[0] == '/')
+        snprintf(dir, sizeof dir, "%.*s", slash == v ? 1 : (int)(slash - v), v);
+    else if (!getcwd(dir, sizeof dir))
+        return cmd_usage_error("run", "--output %s: cannot tell the current directory", v);
+    else if (slash)
+        snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%.*s", (int)(slash - v), v);
+    if (access(dir, W_OK | X_OK))
+        return cmd_usage_error("run", "--output %s: cannot create files in %s: %s", v, dir, strerror(errno));
+    if (v[0] == '/')
+        snprintf(abs, n, "%s", v);
+    else
+        snprintf(abs, n, "%s/%s", dir, slash ? slash + 1 : v);
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct run_args *a)
+{
+    int i, rc;
+
+    for (i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char **val = !strcmp(o, "--guard") ? &a->guard
+                           : !strcmp(o, "--stack-size") ? &a->stack_size
+                           : !strcmp(o, "--output") || !strcmp(o, "-o") ? &a->output
+                           : !strcmp(o, "--report-signal") ? &a->report_signal
+                           : NULL;
+        if (val) {
+            if (++i == argc)
+                return cmd_usage_error("run", "%s needs a value", o);
+            *val = argv[i];
+        } else if (!strcmp(o, "--json")) {
+            a->json = true;
+        } else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            /* Only before PROG: 'vmstack run prog --help' is prog's help. */
+            a->help = true;
+            return 0;
+        } else if (!strcmp(o, "--")) {
+            i++;
+            break;
+        } else if (o[0] == '-') {
+            return cmd_usage_error("run", "unknown option '%s'", o);
+        } else {
+            break;
+        }
+    }
+    if (i >= argc)
+        return cmd_usage_error("run", "no program given");
+    a->prog = i;
+    if ((a->guard && (rc = check_size("--guard", a->guard, (size_t)sysconf(_SC_PAGESIZE), VMS_MAX_GUARD))) ||
+        (a->stack_size && (rc = check_size("--stack-size", a->stack_size, VMS_MIN_STACK, VMS_MAX_STACK))) ||
+        (a->report_signal && (rc = check_signal(a->report_signal))))
+        return rc;
+    return 0;
+}
+
+/* ---- checking the program ---- */
+
+/* PROG as given when it has a slash, else the first executable PROG in PATH. */
+static bool find_program(const char *prog, char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    struct stat sb;
+
+    if (strchr(prog, '/')) {
+        snprintf(out, n, "%s", prog);
+        return stat(out, &sb) == 0 && S_ISREG(sb.st_mode) && access(out, X_OK) == 0;
+    }
+    for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+        size_t len = strcspn(p, ":");
+        snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", prog);
+        if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode) && access(out, X_OK) == 0)
+            return true;
+        p += len + (p[len] == ':');
+    }
+    return false;
+}
+
+/* NULL if path is a dynamically linked x86-64 ELF program, else why not. */
+static const char *elf_problem(int fd)
+{
+    Elf64_Ehdr eh;
+
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG))
+        return "is neither an ELF program nor a #! script";
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
+        return "is not an x86-64 program: the preload library cannot load into it";
+    for (int i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) != (ssize_t)sizeof ph)
+            break;
+        if (ph.p_type == PT_INTERP)
+            return NULL;
+    }
+    return "is not dynamically linked: LD_PRELOAD cannot reach it";
+}
+
+/* NULL if the program can run under the preload library: ELF checked, a script's interpreter too. */
+static const char *program_problem(const char *path, int depth)
+{
+    char buf[256], *interp, *end;
+    const char *why;
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return "cannot be read";
+    got = pread(fd, buf, sizeof buf - 1, 0);
+    if (got < 2 || buf[0] != '#' || buf[1] != '!') {
+        why = elf_problem(fd);
+        close(fd);
+        return why;
+    }
+    close(fd);
+    buf[got] = '\0';
+    interp = buf + 2 + strspn(buf + 2, " \t");
+    end = interp + strcspn(interp, " \t\n");
+    *end = '\0';
+    if (depth > 4 || interp[0] != '/')
+        return "is a script without a usable #! interpreter";
+    return program_problem(interp, depth + 1) ? "is a script whose interpreter cannot run under vmstack run" : NULL;
+}
+
+/* ---- the environment of the program ---- */
+
+static bool find_preload(char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash;
+
+    if (len <= 0)
+        return false;
+    exe[len] = '\0';
+    if (!(slash = strrchr(exe, '/')))
+        return false;
+    *slash = '\0';
+    if ((size_t)snprintf(out, n, "%s/" PRELOAD_NAME, exe) < n && access(out, R_OK) == 0)
+        return true;
+    return (size_t)snprintf(out, n, "%s/" VMS_PRELOAD_REL "/" PRELOAD_NAME, exe) < n && access(out, R_OK) == 0;
+}
+
+static int set_env(const struct run_args *a, const char *preload, const char *output)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char *ld, pid[24], sig[16];
+    int rc;
+
+    if (asprintf(&ld, "%s%s%s", preload, old && *old ? ":" : "", old ? old : "") < 0)
+        return -1;
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    snprintf(sig, sizeof sig, "%d", a->report_signal ? parse_signal(a->report_signal) : 0);
+    rc = setenv("LD_PRELOAD", ld, 1) | setenv("VMSTACK_RUN_PID", pid, 1) |
+         setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
+         (a->guard || !getenv("VMSTACK_GUARD_SIZE") ? setenv("VMSTACK_GUARD_SIZE", a->guard ? a->guard : RUN_DEFAULT_GUARD, 1) : 0) |
+         (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
+         (output ? setenv("VMSTACK_RUN_OUTPUT", output, 1) : unsetenv("VMSTACK_RUN_OUTPUT")) |
+         (a->report_signal ? setenv("VMSTACK_RUN_REPORT_SIGNAL", sig, 1) : unsetenv("VMSTACK_RUN_REPORT_SIGNAL"));
+    free(ld);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_args a = { 0 };
+    char path[PATH_MAX], preload[PATH_MAX], output[PATH_MAX];
+    const char *why;
+    int rc;
+
+    if ((rc = parse(argc, argv, &a)))
+        return rc;
+    if (a.help) {
+        help();
+        return CMD_OK;
+    }
+    if (a.output && (rc = check_output(a.output, output, sizeof output)))
+        return rc;
+    if (!find_program(argv[a.prog], path, sizeof path))
+        return cmd_usage_error("run", "%s: program not found", argv[a.prog]);
+    if ((why = program_problem(path, 0)))
+        return cmd_usage_error("run", "%s %s", path, why);
+    if (!find_preload(preload, sizeof preload)) {
+        fprintf(stderr, "vmstack run: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
+                        "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n");
+        return CMD_FAIL;
+    }
+    if (strpbrk(preload, ": ")) {
+        fprintf(stderr, "vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
+        return CMD_FAIL;
+    }
+    if (set_env(&a, preload, a.output ? output : NULL)) {
+        fprintf(stderr, "vmstack run: out of memory for the environment\n");
+        return CMD_FAIL;
+    }
+    execv(path, argv + a.prog);
+    fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
+    return CMD_FAIL;
+}

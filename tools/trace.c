@@ -1,0 +1,141 @@
+/*
+ * 'vmstack trace [options] -- PROG ARGS': 'vmstack run' plus the stack
+ * tracer.  The program runs under libvmstack-preload.so as with 'run'
+ * (which does the checking and the exec: this command hands it its
+ * options), with VMSTACK_RUN_TRACE=1 so that every thread and the main
+ * one get a tripwire below their deepest stack page (src/trace.c), and
+ * the report at exit adds each thread's deepest call chain in the
+ * kernel's "Depth Size Location" format.
+ */
+#include "cmd.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void help(void)
+{
+    printf("usage: vmstack trace [OPTIONS] [--] PROG [ARGS...]\n\n"
+           "Runs an unmodified, dynamically linked program as 'vmstack run' does, and\n"
+           "records the deepest call chain of every thread, the main one included,\n"
+           "printed at exit after the usage table in the format of the kernel's stack\n"
+           "tracer (Depth, Size, Location: function+offset/size [module] file:line).\n"
+           "No recompilation: a one-page tripwire below the deepest stack page touched\n"
+           "so far faults on the next deeper page, the chain is unwound from there and\n"
+           "the tripwire moves down.  Depths are exact to one page; frame sizes are\n"
+           "exact (differences of canonical frame addresses, return address included,\n"
+           "as gcc -fstack-usage counts).  Once the stack is as deep as it gets,\n"
+           "tracing costs nothing.  The exit status is the program's.\n\n"
+           "Options:\n"
+           "  --warn-frame BYTES    report each function seen with a frame above BYTES\n"
+           "                        once, with the chain that reached it\n"
+           "  --warn-depth PERCENT  warn (at once, on stderr) when a thread passes\n"
+           "                        PERCENT of its stack\n"
+           "  --all-lines           file:line also from separately installed debug files\n"
+           "                        (/usr/lib/debug; 0.1-0.2 s per library at exit);\n"
+           "                        by default only from modules built with -g\n"
+           "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG\n"
+           "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
+           "man vmstack-trace(1) has the details.\n");
+}
+
+struct trace_args {
+    const char *warn_frame, *warn_depth;
+    char **run_argv; /* "run", the options for run, "--", PROG ARGS... */
+    int run_argc;
+    bool help, all_lines;
+};
+
+/* Options of 'run' that take a value. */
+static bool run_option_with_value(const char *o)
+{
+    return !strcmp(o, "--guard") || !strcmp(o, "--stack-size") || !strcmp(o, "--output") || !strcmp(o, "-o") ||
+           !strcmp(o, "--report-signal");
+}
+
+static int check_args(const struct trace_args *a)
+{
+    size_t n;
+    char *end;
+    long pct;
+
+    if (a->warn_frame && (vms__parse_size(a->warn_frame, &n) || n == 0))
+        return cmd_usage_error("trace", "--warn-frame %s: not a positive number of bytes", a->warn_frame);
+    if (a->warn_depth) {
+        pct = strtol(a->warn_depth, &end, 10);
+        if (!*a->warn_depth || *end || pct < 1 || pct > 100)
+            return cmd_usage_error("trace", "--warn-depth %s: not a percentage from 1 to 100", a->warn_depth);
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct trace_args *a)
+{
+    int i;
+
+    a->run_argv = calloc((size_t)argc + 2, sizeof *a->run_argv);
+    if (!a->run_argv)
+        return CMD_FAIL;
+    a->run_argv[a->run_argc++] = "run";
+    for (i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char **val = !strcmp(o, "--warn-frame")   ? &a->warn_frame
+                           : !strcmp(o, "--warn-depth") ? &a->warn_depth
+                                                        : NULL;
+        if (val || run_option_with_value(o)) {
+            if (++i == argc)
+                return cmd_usage_error("trace", "%s needs a value", o);
+            if (val) {
+                *val = argv[i];
+                continue;
+            }
+            a->run_argv[a->run_argc++] = argv[i - 1];
+            a->run_argv[a->run_argc++] = argv[i];
+        } else if (!strcmp(o, "--all-lines")) {
+            a->all_lines = true;
+        } else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            a->help = true;
+            return 0;
+        } else if (!strcmp(o, "--json")) {
+            return cmd_usage_error("trace", "--json: the trace report is text only");
+        } else if (!strcmp(o, "--")) {
+            i++;
+            break;
+        } else if (o[0] == '-') {
+            return cmd_usage_error("trace", "unknown option '%s'", o);
+        } else {
+            break;
+        }
+    }
+    if (i >= argc)
+        return cmd_usage_error("trace", "no program given");
+    a->run_argv[a->run_argc++] = "--";
+    while (i < argc)
+        a->run_argv[a->run_argc++] = argv[i++];
+    return check_args(a);
+}
+
+int cmd_trace(int argc, char **argv)
+{
+    struct trace_args a = {0};
+    size_t frame = 0;
+    char buf[32];
+    int rc;
+
+    if ((rc = parse(argc, argv, &a)))
+        return rc;
+    if (a.help) {
+        help();
+        return CMD_OK;
+    }
+    if (a.warn_frame)
+        vms__parse_size(a.warn_frame, &frame);
+    snprintf(buf, sizeof buf, "%zu", frame);
+    if (setenv("VMSTACK_RUN_TRACE", "1", 1) || setenv("VMSTACK_TRACE_WARN_FRAME", buf, 1) ||
+        setenv("VMSTACK_TRACE_WARN_DEPTH", a.warn_depth ? a.warn_depth : "0", 1) ||
+        setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1)) {
+        fprintf(stderr, "vmstack trace: out of memory for the environment\n");
+        return CMD_FAIL;
+    }
+    return cmd_run(a.run_argc, a.run_argv);
+}
