@@ -30,8 +30,14 @@ for sub in demo bench; do
   check "$sub --help exits 0" test $rc -eq 0
 done
 
-out=$("$VMSTACK" demo); rc=$?
+errfile=$(mktemp)
+out=$("$VMSTACK" demo 2>"$errfile"); rc=$?
+err=$(cat "$errfile"); rm -f "$errfile"
 check "demo exits 0" test $rc -eq 0
+check "demo's last line counts the fibers" test "$(tail -n 1 <<<"$out")" = "demo: 99999 fibers finished, 1 killed by stack overflow"
+check "demo reports the overflow like an oops" grep -Eq "^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]+ \(stack is 0x[0-9a-f]+\.\.0x[0-9a-f]+\)$" <<<"$err"
+check "demo names the overflowing fiber" grep -Eq "^vmstack: fiber 'runaway-50007' \(id [0-9]+\) on thread" <<<"$err"
+check "demo kills only that fiber" test "$(tail -n 1 <<<"$err")" = "vmstack: killed fiber 'runaway-50007'"
 check "demo states the guard mode" grep -Eq "^guard mode: (madvise|mprotect)" <<<"$out"
 check "demo catches the guard hit below a stack" grep -q "write to the byte below stack .*: child Segmentation fault" <<<"$out"
 check "demo catches the guard hit above a stack" grep -q "write to the byte above its top .*: child Segmentation fault" <<<"$out"

@@ -13,6 +13,18 @@
 
 static const struct bench benches[] = {
     { "alloc", "one alloc+free of a 64 KiB stack written on one page: malloc, mmap+guard, vmstack", bench_alloc },
+    { "spawn", "spawn + run + join of a fiber on a 64 KiB stack: heap, mmap+guard, vmstack", bench_spawn },
+    { "switch", "one switch in a ping-pong between two fibers: vmstack, swapcontext", bench_switch },
+    { "thread", "pthread_create + join, 64 KiB stacks: glibc's own stacks, vmstack's", bench_thread },
+    { "run", "a thread-heavy program, plain and under 'vmstack run': wall time, start to end", bench_run },
+    { "trace", "a recursion-heavy program, plain and under 'vmstack run' and 'vmstack trace': CPU time",
+      bench_trace },
+    { "cache", "spawn + join of fibers in bursts of 64: per-CPU cache on, off, off with no pool; 2 threads",
+      bench_cache },
+    { "tlb", "switch cost against live fibers (1..100,000): guarded 4 KiB pages vs huge pages", bench_tlb },
+    /* Last: a million stacks leave more memory mapped than fork() can account for afterwards. */
+    { "scale", "1,000,000 live fibers: VMAs, RSS and time; the mprotect mode's VMA ceiling (one shot)",
+      bench_scale },
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
@@ -25,6 +37,22 @@ double bench_now_ns(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+double bench_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+double bench_thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -50,10 +78,32 @@ static long ops(const struct bench_variant *v, long iters)
     return m > 0 ? m : 1;
 }
 
+int bench_quick(void)
+{
+    const char *q = getenv("VMSTACK_BENCH_QUICK");
+
+    return q && !strcmp(q, "1");
+}
+
+void bench_summarize(const char *name, double *s, int n, double *median, double *spread)
+{
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    *median = percentile(s, n, 0.5);
+    *spread = *median > 0 ? (percentile(s, n, 0.9) - percentile(s, n, 0.1)) / *median : 0;
+    if (*spread > 0.25)
+        fprintf(stderr, "vmstack bench: warning: %s varies by %.0f%% between runs; the machine is noisy\n", name,
+                *spread * 100);
+}
+
 void bench_compare(struct bench_variant *v, int n, int reps, long iters)
 {
-    double *t = calloc((size_t)n * (size_t)reps, sizeof *t);
+    double *t;
 
+    if (bench_quick()) {
+        reps = reps < 5 ? reps : 5;
+        iters = iters / 10 + 1;
+    }
+    t = calloc((size_t)n * (size_t)reps, sizeof *t);
     if (!t) {
         fprintf(stderr, "vmstack bench: out of memory\n");
         exit(CMD_FAIL);
@@ -67,15 +117,8 @@ void bench_compare(struct bench_variant *v, int n, int reps, long iters)
             long m = ops(&v[i], iters);
             t[i * reps + r] = v[i].run(v[i].arg, m) / (double)m;
         }
-    for (int i = 0; i < n; i++) {
-        double *s = t + i * reps;
-        qsort(s, (size_t)reps, sizeof *s, cmp_double);
-        v[i].median_ns = percentile(s, reps, 0.5);
-        v[i].spread = v[i].median_ns > 0 ? (percentile(s, reps, 0.9) - percentile(s, reps, 0.1)) / v[i].median_ns : 0;
-        if (v[i].spread > 0.25)
-            fprintf(stderr, "vmstack bench: warning: %s varies by %.0f%% between runs; the machine is noisy\n",
-                    v[i].name, v[i].spread * 100);
-    }
+    for (int i = 0; i < n; i++)
+        bench_summarize(v[i].name, t + i * reps, reps, &v[i].median_ns, &v[i].spread);
     free(t);
 }
 
@@ -169,16 +212,22 @@ void bench_json_variants(const char *key, const struct bench_variant *v, int n)
     for (int i = 0; i < n; i++)
         bench_json_num(v[i].name, v[i].median_ns);
     bench_json_close();
+    bench_plot_variants(key, v, n);
 }
 
 static void help(void)
 {
-    printf("usage: vmstack bench [NAME...] [--json]\n\n"
+    printf("usage: vmstack bench [NAME...] [--json] [--plot DIR]\n\n"
            "Runs benchmarks, each measuring vmstack side by side with its baselines in one run\n"
            "(interleaved repetitions; medians with their spread).  Without NAME, runs all.\n"
            "Figures are ratios to trust, not absolute times: the machine may be shared.\n\n"
-           "  --json   print one JSON object with every benchmark's figures to stdout\n"
-           "           (the table goes to stderr)\n\nBenchmarks:\n");
+           "  --json      print one JSON object with every benchmark's figures to stdout\n"
+           "              (the table goes to stderr)\n"
+           "  --plot DIR  also draw PNG plots with gnuplot into DIR (created if needed):\n"
+           "              vmstack-{spawn,thread,tlb,scale,alloc,switch}.png, their .dat files\n"
+           "              and the script vmstack-plots.gp; nothing else in DIR is touched\n\n"
+           "VMSTACK_BENCH_QUICK=1 runs a reduced version (fewer rounds, smaller sizes) for tests.\n\n"
+           "Benchmarks:\n");
     for (size_t i = 0; i < NBENCH; i++)
         printf("  %-8s %s\n", benches[i].name, benches[i].summary);
 }
@@ -194,6 +243,7 @@ static const struct bench *find(const char *name)
 int cmd_bench(int argc, char **argv)
 {
     const struct bench *chosen[64];
+    const char *plot_dir = NULL;
     size_t n = 0;
     int rc = CMD_OK;
 
@@ -201,9 +251,16 @@ int cmd_bench(int argc, char **argv)
         help();
         return CMD_OK;
     }
+    /* Internal: a child process of a benchmark (see bench_child_start). */
+    if (argc == 3 && !strcmp(argv[1], "--child"))
+        return bench_child_main(argv[2]);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json_mode = 1;
+        else if (!strcmp(argv[i], "--plot") && (i + 1 == argc || !argv[i + 1][0]))
+            return cmd_usage_error("bench", "--plot needs a directory");
+        else if (!strcmp(argv[i], "--plot"))
+            plot_dir = argv[++i];
         else if (argv[i][0] == '-')
             return cmd_usage_error("bench", "unknown option '%s'", argv[i]);
         else if (!find(argv[i]))
@@ -211,16 +268,23 @@ int cmd_bench(int argc, char **argv)
         else if (n < sizeof chosen / sizeof chosen[0])
             chosen[n++] = find(argv[i]);
     }
+    /* Before minutes of measuring, not after. */
+    if (plot_dir && bench_plot_ready())
+        return CMD_FAIL;
     if (n == 0)
         for (size_t i = 0; i < NBENCH; i++)
             chosen[n++] = &benches[i];
     if (json_mode)
         fputc('{', stdout);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        fflush(stdout);
         if (chosen[i]->run())
             rc = CMD_FAIL;
+    }
     if (json_mode)
         puts("}");
     fflush(stdout);
+    if (plot_dir && bench_plot_write(plot_dir))
+        rc = CMD_FAIL;
     return rc;
 }

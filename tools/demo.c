@@ -8,10 +8,14 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #define DEMO_STACKS 100000
+#define DEMO_FIBERS 100000
+#define DEMO_WAVE 20000       /* fibers alive at once */
+#define DEMO_YIELDS 3
 
 static void help(void)
 {
@@ -19,8 +23,11 @@ static void help(void)
            "Shows vmstack at work on its built-in defaults (and VMSTACK_* settings):\n"
            "allocates %d guarded stacks and counts the VMAs and memory they cost,\n"
            "frees them through the per-CPU caches and the pool, and proves in a child\n"
-           "process that the byte below and above a stack faults.\n",
-           DEMO_STACKS);
+           "process that the byte below and above a stack faults.  Then runs %d fibers,\n"
+           "%d alive at once, one of which recurses without end: its overflow is\n"
+           "reported like a kernel oops (on stderr), only that fiber is killed, and the\n"
+           "others finish.\n",
+           DEMO_STACKS, DEMO_FIBERS, DEMO_WAVE);
 }
 
 static const char *mode_note(vms_guard_mode m)
@@ -105,6 +112,112 @@ static void show_guards(void)
     vms_stack_free(&st);
 }
 
+/* A worker: a little recursion, a few turns, a result its joiner can check. */
+__attribute__((noinline)) static uint64_t mix(uint64_t x, int depth)
+{
+    volatile char frame[64];
+
+    frame[0] = (char)x;
+    return depth ? mix(x * 6364136223846793005ull + 1442695040888963407ull, depth - 1) + frame[0] : x;
+}
+
+static void *worker(void *arg)
+{
+    uint64_t id = (uint64_t)(uintptr_t)arg;
+
+    for (int i = 0; i < DEMO_YIELDS; i++)
+        vms_yield();
+    return (void *)(uintptr_t)mix(id, 16);
+}
+
+/* Recursion without (practical) end: 512 bytes a level until the guard stops it. */
+static volatile int runaway_limit = 1 << 30;
+
+__attribute__((noinline)) static int runaway(int n)
+{
+    volatile char frame[512];
+
+    frame[0] = (char)n;
+    return n > runaway_limit ? n : runaway(n + 1) + frame[0];
+}
+
+static void *overflower(void *arg)
+{
+    (void)arg;
+    vms_yield();
+    return (void *)(intptr_t)runaway(0);
+}
+
+struct fiber_tally {
+    long finished, killed, wrong;
+};
+
+static void join_wave(vms_fiber *f, long n, long first, long bad, struct fiber_tally *t)
+{
+    for (long i = 0; i < n; i++) {
+        vms_fiber_status st;
+        if (vms_fiber_join(f[i], &st)) {
+            t->wrong++;
+            continue;
+        }
+        if (st.end == VMS_FIBER_KILLED_OVERFLOW)
+            t->killed++;
+        else if (st.end == VMS_FIBER_RETURNED && first + i != bad &&
+                 (uint64_t)(uintptr_t)st.result == mix((uint64_t)(first + i), 16))
+            t->finished++;
+        else
+            t->wrong++;
+    }
+}
+
+static int run_wave(vms_fiber *f, long n, long first, long bad)
+{
+    char name[32];
+
+    for (long i = 0; i < n; i++) {
+        vms_fiber_opts o = { .name = name };
+        snprintf(name, sizeof name, first + i == bad ? "runaway-%ld" : "worker-%ld", first + i);
+        if (vms_fiber_spawn(&f[i], first + i == bad ? overflower : worker, (void *)(uintptr_t)(first + i), &o)) {
+            printf("  spawn of fiber %ld failed: %s\n", first + i, vms_last_error());
+            return -1;
+        }
+    }
+    return vms_run();
+}
+
+static int show_fibers(void)
+{
+    vms_fiber *f = calloc(DEMO_WAVE, sizeof *f);
+    struct fiber_tally t = { 0 };
+    long bad = DEMO_FIBERS / 2 + 7, vmas0 = proc_vmas(), waves = 0;
+    vms_sched_stats ss;
+    vms_stats s;
+
+    if (!f)
+        return -1;
+    printf("\n4. %d fibers in waves of %d, each yielding %d times; fiber %ld recurses without end\n",
+           DEMO_FIBERS, DEMO_WAVE, DEMO_YIELDS, bad);
+    fflush(stdout);
+    for (long first = 0; first < DEMO_FIBERS; first += DEMO_WAVE, waves++) {
+        if (run_wave(f, DEMO_WAVE, first, bad)) {
+            free(f);
+            return -1;
+        }
+        join_wave(f, DEMO_WAVE, first, bad, &t);
+    }
+    free(f);
+    vms_sched_stats_get(&ss);
+    vms_stats_get(&s);
+    printf("  %llu fibers spawned, at most %zu alive at once, %llu context switches\n",
+           (unsigned long long)ss.spawned, ss.peak_live, (unsigned long long)ss.switches);
+    printf("  stacks: %zu slots in all, VMAs +%ld since the fibers started; %llu overflow caught\n", s.slots,
+           proc_vmas() - vmas0, (unsigned long long)s.overflows);
+    if (t.wrong)
+        printf("  %ld fibers ended wrongly\n", t.wrong);
+    printf("demo: %ld fibers finished, %ld killed by stack overflow\n", t.finished, t.killed);
+    return t.wrong || t.killed != 1 ? -1 : 0;
+}
+
 int cmd_demo(int argc, char **argv)
 {
     vms_stack *st;
@@ -130,5 +243,5 @@ int cmd_demo(int argc, char **argv)
     show_allocation(st, DEMO_STACKS);
     free(st);
     show_guards();
-    return CMD_OK;
+    return show_fibers() ? CMD_FAIL : CMD_OK;
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# 'vmstack bench' in quick mode (VMSTACK_BENCH_QUICK=1): every benchmark
+# runs, the JSON has every key with numbers, and --plot writes valid PNGs.
+# Not a timing test: no figure is compared with a goal.
+set -u
+VMSTACK=$1
+fail=0
+check() { # DESCRIPTION CONDITION...
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
+}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+err=$("$VMSTACK" bench thread --plot 2>&1 >/dev/null); rc=$?
+check "--plot without a directory exits 2" test $rc -eq 2
+check "--plot without a directory: one line" test "$(wc -l <<<"$err")" -eq 1
+
+touch "$dir/unrelated.txt"
+json=$(VMSTACK_BENCH_QUICK=1 "$VMSTACK" bench --json --plot "$dir/plots" 2>"$dir/table"); rc=$?
+check "bench --json --plot exits 0" test $rc -eq 0 || cat "$dir/table"
+check "every key is there, with numbers" python3 -c '
+import json, numbers, sys
+d = json.loads(sys.argv[1])
+def nums(obj, keys):
+    for k in keys:
+        assert isinstance(obj[k], numbers.Number), (k, obj[k])
+nums(d["alloc_free_ns"], ("malloc", "mmap_guard", "vmstack"))
+nums(d["spawn_ns"], ("heap", "mmap_guard", "vmstack"))
+nums(d["switch_ns"], ("vmstack", "ucontext"))
+nums(d["thread_ns"], ("glibc", "vmstack"))
+nums(d["cache_effect"], ("on", "off", "off_no_pool", "on_2threads", "off_2threads"))
+# run and trace preload an unsanitized library: skipped, without their keys, in sanitizer builds.
+table = open(sys.argv[2]).read()
+if "trace: skipped in a sanitizer build" not in table:
+    nums(d, ("trace_overhead",))
+if "run: skipped in a sanitizer build" not in table:
+    nums(d, ("run_overhead", "run_overhead_cpu"))
+s = d["scale"]
+assert s["guard_mode"] in ("madvise", "mprotect"), s
+nums(s, ("live_stacks", "vmas_added", "rss_per_stack_bytes", "spawn_all_s", "spawn_all_cpu_s", "mprotect_ceiling"))
+t = d["tlb"]
+for series in ("guarded_4k", "huge_2m"):
+    nums(t[series], ("1", "10", "100", "1000"))
+nums(t, ("huge_page_bytes", "stack_bytes", "touch_bytes"))
+' "$json" "$dir/table"
+for p in spawn thread tlb scale; do
+  check "vmstack-$p.png is a PNG" test "$(head -c 8 "$dir/plots/vmstack-$p.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
+done
+check "the table names every benchmark" grep -q "tlb: one turn" "$dir/table"
+check "unrelated files are left alone" test -f "$dir/unrelated.txt"
+
+exit $fail
