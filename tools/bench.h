@@ -96,6 +96,13 @@ int bench_child_start(struct bench_child *c, const char *worker, const char *con
 /* The worker's measurement for arg, or a negative value after printing why. */
 double bench_child_ask(struct bench_child *c, long arg);
 void bench_child_stop(struct bench_child *c);
+/*
+ * Runs the program path with argv, "N\n" on its stdin and its output thrown
+ * away, and waits for it.  Returns its wall time in ns and puts its CPU
+ * time (user + system) in *cpu_ns; -1 if it could not run or did not exit 0.
+ */
+double bench_exec_timed(const char *path, char *const argv[], long n, double *cpu_ns);
+
 /* The child side: answers requests for WORKER on stdin/stdout until EOF. */
 int bench_child_main(const char *worker);
 

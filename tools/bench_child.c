@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,4 +150,34 @@ int bench_child_main(const char *name)
         fflush(stdout);
     }
     return CMD_OK;
+}
+
+double bench_exec_timed(const char *path, char *const argv[], long n, double *cpu_ns)
+{
+    struct rusage ru;
+    char req[32];
+    int in[2], status, len = snprintf(req, sizeof req, "%ld\n", n);
+    double t0 = bench_now_ns();
+    pid_t pid;
+
+    if (pipe2(in, O_CLOEXEC))
+        return -1;
+    if (write(in[1], req, (size_t)len) != len) /* fits the pipe: no reader needed yet */
+        return -1;
+    close(in[1]);
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(in[0], STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        execv(path, argv);
+        _exit(127);
+    }
+    close(in[0]);
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+        return -1;
+    *cpu_ns = ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+              ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+    return bench_now_ns() - t0;
 }

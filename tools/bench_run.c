@@ -82,32 +82,7 @@ struct run_variant {
 /* Runs argv with "nthreads\n" on stdin and no output; its wall time in ns (and *cpu), or -1. */
 static double run_once(char *const argv[], double *cpu)
 {
-    struct rusage ru;
-    char req[32];
-    int in[2], status, len = snprintf(req, sizeof req, "%d\n", nthreads);
-    double t0 = bench_now_ns();
-    pid_t pid;
-
-    if (pipe2(in, O_CLOEXEC))
-        return -1;
-    if (write(in[1], req, (size_t)len) != len) /* fits the pipe: no child needed yet */
-        return -1;
-    close(in[1]);
-    fflush(NULL);
-    if ((pid = fork()) == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(in[0], STDIN_FILENO);
-        dup2(null, STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
-        execv(self, argv);
-        _exit(127);
-    }
-    close(in[0]);
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
-        return -1;
-    *cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
-    return bench_now_ns() - t0;
+    return bench_exec_timed(self, argv, nthreads, cpu);
 }
 
 static double run_variant(void *arg, long iters)

@@ -55,38 +55,14 @@ double bench_trace_worker(long rounds)
 
 static char self[PATH_MAX];
 
-static double cpu_ns(const struct rusage *ru)
-{
-    return ((double)ru->ru_utime.tv_sec + (double)ru->ru_stime.tv_sec) * 1e9 +
-           ((double)ru->ru_utime.tv_usec + (double)ru->ru_stime.tv_usec) * 1e3;
-}
-
 /* Runs argv with "ROUNDS\n" on stdin and no output; its CPU time in ns, or -1. */
 static double run_once(char *const argv[])
 {
-    char req[32];
-    int in[2], status, len = snprintf(req, sizeof req, "%d\n", bench_quick() ? ROUNDS / 10 : ROUNDS);
-    struct rusage ru;
-    pid_t pid;
+    double cpu;
 
-    if (pipe2(in, O_CLOEXEC))
+    if (bench_exec_timed(self, argv, bench_quick() ? ROUNDS / 10 : ROUNDS, &cpu) < 0)
         return -1;
-    if (write(in[1], req, (size_t)len) != len) /* fits the pipe: no reader needed yet */
-        return -1;
-    close(in[1]);
-    fflush(NULL);
-    if ((pid = fork()) == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(in[0], STDIN_FILENO);
-        dup2(null, STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
-        execv(self, argv);
-        _exit(127);
-    }
-    close(in[0]);
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
-        return -1;
-    return cpu_ns(&ru);
+    return cpu;
 }
 
 static double run_variant(void *arg, long iters)

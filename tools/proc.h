@@ -2,26 +2,17 @@
 #ifndef VMS_PROC_H
 #define VMS_PROC_H
 
+#include "internal.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 
-/* Lines of /proc/self/maps: one per VMA. */
+/* Lines of /proc/self/maps: one per VMA (the library's own counter). */
 static inline long proc_vmas(void)
 {
-    char buf[65536];
-    long n = 0;
-    ssize_t got;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return -1;
-    while ((got = read(fd, buf, sizeof buf)) > 0)
-        for (ssize_t i = 0; i < got; i++)
-            n += buf[i] == '\n';
-    close(fd);
-    return n;
+    return vms__os_count_vmas();
 }
 
 /* Resident set size in bytes, from /proc/self/statm. */
