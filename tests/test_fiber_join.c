@@ -7,7 +7,7 @@
  * and hooks outside a fiber, bad spawns, deadlocks.
  */
 #include "check.h"
-#include "internal.h"
+#include "task/task.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -12,7 +12,7 @@
  *   callback     policy callback (told the task, addresses and report; its
  *                answer kills or aborts), report fd, the fiber's kill hook
  */
-#include "internal.h"
+#include "core/internal.h"
 #include "overflow.h"
 
 #include <dirent.h>

@@ -14,7 +14,7 @@
  */
 #include "overflow.h"
 
-#include "internal.h"
+#include "fault/fault.h"
 
 #include <pthread.h>
 #include <sys/mman.h>

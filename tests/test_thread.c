@@ -5,7 +5,7 @@
  * freed by later creates once the threads are gone.
  */
 #include "check.h"
-#include "internal.h"
+#include "core/internal.h"
 
 #include <errno.h>
 #include <stdatomic.h>

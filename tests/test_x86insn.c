@@ -5,7 +5,7 @@
  * as arguments), when objdump is installed.
  */
 #include "check.h"
-#include "x86insn.h"
+#include "checkstack/x86insn.h"
 
 #include <stdbool.h>
 #include <string.h>

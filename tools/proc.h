@@ -2,7 +2,7 @@
 #ifndef VMS_PROC_H
 #define VMS_PROC_H
 
-#include "internal.h"
+#include "core/internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * 'vmstack run [options] -- PROG ARGS': runs an unmodified, dynamically
  * linked program with libvmstack-preload.so preloaded.  The options reach
- * the preload library as VMSTACK_RUN_* variables (src/preload.h), and the
+ * the preload library as VMSTACK_RUN_* variables (src/preload/preload.h), and the
  * program replaces this process (exec), so that 'run' ends as the program
  * ends: its exit status, or death by its signal.
  *
@@ -10,7 +10,7 @@
  * BINDIR/../LIBDIR/vmstack), both from /proc/self/exe.
  */
 #include "cmd.h"
-#include "internal.h"
+#include "core/internal.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -3,12 +3,12 @@
  * tracer.  The program runs under libvmstack-preload.so as with 'run'
  * (which does the checking and the exec: this command hands it its
  * options), with VMSTACK_RUN_TRACE=1 so that every thread and the main
- * one get a tripwire below their deepest stack page (src/trace.c), and
+ * one get a tripwire below their deepest stack page (src/trace/trace.c), and
  * the report at exit adds each thread's deepest call chain in the
  * kernel's "Depth Size Location" format.
  */
 #include "cmd.h"
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,455 @@
+/*
+ * Handing stacks out and taking them back: per-CPU caches in front of a
+ * global pool per region, as Linus asked for in front of vmalloc'd kernel
+ * stacks.  The fast path is the kernel's this_cpu_xchg: an atomic exchange
+ * on an entry of this CPU's cache line, no lock, no syscall, and the stack
+ * is still warm.  Migration between sched_getcpu() and the exchange only
+ * means touching another CPU's line; the exchange keeps it correct.
+ *
+ * In front of the per-CPU caches sits a tiny per-thread cache (two stacks
+ * per size): a thread that spawns and ends tasks in turn reuses its own
+ * last stack with no atomic read-modify-write at all, which is what makes
+ * a cached stack cost about what a malloc'd one does.  The per-CPU caches
+ * still balance stacks between threads on one CPU.
+ *
+ * The pool keeps cfg.pool warm stacks; stacks beyond that go back to the
+ * kernel with MADV_DONTNEED in batches, oldest first, coalescing adjacent
+ * slots into one call, and come back zero-filled.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The per-thread cache.  Entries are atomics only so that statistics may
+ * read them from another thread; the owner uses plain loads and stores.
+ * Registered in a list on first use, so that stats can count it and its
+ * stacks go back to the shared caches when the thread exits.
+ */
+#define THREAD_CACHE 2
+struct thread_cache {
+    _Atomic uint32_t slot[VMS_MAX_SIZES][THREAD_CACHE]; /* slot + 1, or 0 */
+    struct thread_cache *next, *prev;
+    bool registered;
+};
+static __attribute__((tls_model("initial-exec"))) _Thread_local struct thread_cache tcache;
+static pthread_mutex_t tcache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct thread_cache *tcache_list;
+static pthread_key_t tcache_key;
+static pthread_once_t tcache_once = PTHREAD_ONCE_INIT;
+
+static bool cache_put(struct vms_region *r, uint32_t idx);
+static void pool_put(struct vms_region *r, uint32_t idx);
+
+static bool tcache_take(struct vms_region *r, uint32_t *idx)
+{
+    _Atomic uint32_t *e = tcache.slot[r->index];
+
+    for (int i = 0; i < THREAD_CACHE; i++) {
+        uint32_t v = atomic_load_explicit(&e[i], memory_order_relaxed);
+        if (v) {
+            atomic_store_explicit(&e[i], 0, memory_order_relaxed);
+            *idx = v - 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Gives every stack of the calling thread's cache to the shared caches. */
+static void tcache_flush(void)
+{
+    unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
+
+    for (unsigned ri = 0; ri < n; ri++)
+        for (int i = 0; i < THREAD_CACHE; i++) {
+            uint32_t v = atomic_exchange_explicit(&tcache.slot[ri][i], 0, memory_order_relaxed);
+            if (v && !cache_put(vms__g.regions[ri], v - 1))
+                pool_put(vms__g.regions[ri], v - 1);
+        }
+}
+
+static void tcache_exit(void *unused)
+{
+    (void)unused;
+    tcache_flush();
+    pthread_mutex_lock(&tcache_lock);
+    if (tcache.prev)
+        tcache.prev->next = tcache.next;
+    else
+        tcache_list = tcache.next;
+    if (tcache.next)
+        tcache.next->prev = tcache.prev;
+    tcache.registered = false;
+    pthread_mutex_unlock(&tcache_lock);
+}
+
+static void tcache_key_create(void)
+{
+    pthread_key_create(&tcache_key, tcache_exit);
+}
+
+/* Once per thread: list it, and get called back at its exit. */
+static void tcache_register(void)
+{
+    pthread_once(&tcache_once, tcache_key_create);
+    pthread_mutex_lock(&tcache_lock);
+    tcache.next = tcache_list;
+    tcache.prev = NULL;
+    if (tcache_list)
+        tcache_list->prev = &tcache;
+    tcache_list = &tcache;
+    tcache.registered = true;
+    pthread_mutex_unlock(&tcache_lock);
+    pthread_setspecific(tcache_key, &tcache);
+}
+
+static bool tcache_put(struct vms_region *r, uint32_t idx)
+{
+    _Atomic uint32_t *e = tcache.slot[r->index];
+
+    if (!tcache.registered)
+        tcache_register();
+    for (int i = 0; i < THREAD_CACHE; i++)
+        if (!atomic_load_explicit(&e[i], memory_order_relaxed)) {
+            atomic_store_explicit(&e[i], idx + 1, memory_order_relaxed);
+            return true;
+        }
+    return false;
+}
+
+static size_t tcache_count(void)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&tcache_lock);
+    for (struct thread_cache *t = tcache_list; t; t = t->next)
+        for (int ri = 0; ri < VMS_MAX_SIZES; ri++)
+            for (int i = 0; i < THREAD_CACHE; i++)
+                n += atomic_load_explicit(&t->slot[ri][i], memory_order_relaxed) != 0;
+    pthread_mutex_unlock(&tcache_lock);
+    return n;
+}
+
+static _Atomic uint32_t *this_cpu_cache(struct vms_region *r)
+{
+    int cpu = sched_getcpu();
+
+    if (cpu < 0)
+        cpu = 0;
+    return r->cache + (size_t)((unsigned)cpu % vms__g.ncpu) * r->cache_stride;
+}
+
+static bool cache_take(struct vms_region *r, uint32_t *idx)
+{
+    _Atomic uint32_t *c = this_cpu_cache(r);
+
+    for (unsigned i = 0; i < vms__g.cfg.cache; i++) {
+        uint32_t v;
+        /* A plain load first: an exchange on an empty entry costs as much as a full one. */
+        if (!atomic_load_explicit(&c[i], memory_order_relaxed))
+            continue;
+        v = atomic_exchange_explicit(&c[i], 0, memory_order_acquire);
+        if (v) {
+            *idx = v - 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool cache_put(struct vms_region *r, uint32_t idx)
+{
+    _Atomic uint32_t *c = this_cpu_cache(r);
+
+    for (unsigned i = 0; i < vms__g.cfg.cache; i++) {
+        uint32_t empty = 0;
+        if (!atomic_load_explicit(&c[i], memory_order_relaxed) &&
+            atomic_compare_exchange_strong_explicit(&c[i], &empty, idx + 1, memory_order_release,
+                                                    memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* ---- pool lists, all under r->lock; links are slot index + 1 ---- */
+
+static void warm_push(struct vms_region *r, uint32_t idx)
+{
+    struct vms_slot *s = &r->slots[idx];
+
+    s->prev = 0;
+    s->next = r->warm_head;
+    if (r->warm_head)
+        r->slots[r->warm_head - 1].prev = idx + 1;
+    else
+        r->warm_tail = idx + 1;
+    r->warm_head = idx + 1;
+    r->warm_n++;
+}
+
+static void warm_unlink(struct vms_region *r, uint32_t idx)
+{
+    struct vms_slot *s = &r->slots[idx];
+
+    if (s->prev)
+        r->slots[s->prev - 1].next = s->next;
+    else
+        r->warm_head = s->next;
+    if (s->next)
+        r->slots[s->next - 1].prev = s->prev;
+    else
+        r->warm_tail = s->prev;
+    r->warm_n--;
+}
+
+static void cold_push(struct vms_region *r, uint32_t idx)
+{
+    r->slots[idx].next = r->cold_head;
+    r->cold_head = idx + 1;
+    r->cold_n++;
+}
+
+static uint32_t cold_pop(struct vms_region *r)
+{
+    uint32_t idx = r->cold_head - 1;
+
+    r->cold_head = r->slots[idx].next;
+    r->cold_n--;
+    return idx;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Returns the memory of a sorted batch, one madvise per run of adjacent slots. */
+static unsigned release_runs(struct vms_region *r, const uint32_t *idx, unsigned n)
+{
+    unsigned calls = 0;
+
+    for (unsigned i = 0; i < n;) {
+        unsigned j = i + 1;
+        while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] / r->chunk_slots == idx[i] / r->chunk_slots)
+            j++;
+        vms__os_release(vms__slot_base(r, idx[i]), (size_t)(idx[j - 1] - idx[i]) * r->slot_size + r->stack_size);
+        calls++;
+        i = j;
+    }
+    return calls;
+}
+
+/*
+ * Moves the oldest warm stacks beyond keep to the cold list, returning their
+ * memory.  Called and returns with r->lock held; drops it around madvise.
+ */
+static unsigned long release_excess(struct vms_region *r, uint32_t keep)
+{
+    unsigned long total = 0;
+
+    while (r->warm_n > keep) {
+        uint32_t batch[4 * VMS_RELEASE_BATCH];
+        unsigned n = 0, calls;
+
+        while (n < 4 * VMS_RELEASE_BATCH && r->warm_n > keep) {
+            batch[n] = r->warm_tail - 1;
+            warm_unlink(r, batch[n++]);
+        }
+        r->releasing += n;
+        pthread_mutex_unlock(&r->lock);
+        qsort(batch, n, sizeof batch[0], cmp_u32);
+        calls = release_runs(r, batch, n);
+        pthread_mutex_lock(&r->lock);
+        for (unsigned i = 0; i < n; i++)
+            cold_push(r, batch[i]);
+        r->releasing -= n;
+        r->released += n;
+        r->release_calls += calls;
+        total += n;
+    }
+    return total;
+}
+
+/* Takes a stack from any CPU's cache: before growing, stranded stacks are used. */
+static bool steal_cached(struct vms_region *r, uint32_t *idx)
+{
+    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v;
+        if (!atomic_load_explicit(&r->cache[i], memory_order_relaxed))
+            continue;
+        v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
+        if (v) {
+            *idx = v - 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool pool_pop(struct vms_region *r, uint32_t *idx)
+{
+    if (r->warm_n) {
+        *idx = r->warm_head - 1;
+        warm_unlink(r, *idx);
+    } else if (r->cold_n) {
+        *idx = cold_pop(r);
+    } else if (r->next_fresh < r->fresh_end) {
+        *idx = r->next_fresh++;
+        r->taken++;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static int pool_take(struct vms_region *r, uint32_t *idx)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&r->lock);
+    if (!pool_pop(r, idx)) {
+        pthread_mutex_unlock(&r->lock);
+        if (steal_cached(r, idx))
+            return 0;
+        pthread_mutex_lock(&r->lock);
+        /* Another thread may have freed or grown meanwhile. */
+        if (!pool_pop(r, idx) && (rc = vms__region_grow(r)) == 0)
+            pool_pop(r, idx);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static void pool_put(struct vms_region *r, uint32_t idx)
+{
+    pthread_mutex_lock(&r->lock);
+    warm_push(r, idx);
+    /* Batched: only once the excess is a whole batch. */
+    if (r->warm_n >= vms__g.cfg.pool + VMS_RELEASE_BATCH)
+        release_excess(r, vms__g.cfg.pool);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static struct vms_region *region_of_id(uint32_t id)
+{
+    uint32_t ri = id >> VMS_SLOT_BITS;
+
+    if (ri >= atomic_load_explicit(&vms__g.nregions, memory_order_acquire))
+        return NULL;
+    return vms__g.regions[ri];
+}
+
+int vms_stack_alloc(vms_stack *st, size_t size)
+{
+    int err = 0;
+    struct vms_region *r = vms__region_for(size, &err);
+    uint32_t idx;
+    uint64_t gen;
+
+    if (!r)
+        return err;
+    /* The allocating thread gets the overflow handler and its alternate stack. */
+    if ((err = vms__thread_ready()))
+        return err;
+    if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
+        return err;
+    /* We own the slot exclusively now; publish it as live. */
+    gen = (atomic_load_explicit(&r->slots[idx].state, memory_order_relaxed) >> 32) + 1;
+    atomic_store_explicit(&r->slots[idx].state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
+    vms__fill_handle(r, idx, st);
+    return 0;
+}
+
+int vms_stack_free(vms_stack *st)
+{
+    struct vms_region *r = st ? region_of_id(st->id) : NULL;
+    uint32_t idx = st ? st->id & ((1u << VMS_SLOT_BITS) - 1) : 0;
+    uint64_t live, freed;
+
+    if (!r || idx >= r->max_slots || vms__slot_base(r, idx) != st->base || st->size != r->stack_size)
+        return vms__fail(EINVAL, "%p is not a vmstack stack: foreign pointer or corrupted handle",
+                         st ? st->base : NULL);
+    live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE;
+    freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
+    if (!atomic_compare_exchange_strong_explicit(&r->slots[idx].state, &live, freed, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base,
+                         st->id);
+    memset(&r->slots[idx].task, 0, sizeof r->slots[idx].task);
+    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
+        size_t used = vms__used_bytes(st->base, st->size);
+        memset((char *)st->base + st->size - used, 0, used);
+    }
+    if (!tcache_put(r, idx) && !cache_put(r, idx))
+        pool_put(r, idx);
+    return 0;
+}
+
+/* Empties every CPU's cache of a region into its pool. */
+static void drain_caches(struct vms_region *r)
+{
+    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
+        if (v) {
+            pthread_mutex_lock(&r->lock);
+            warm_push(r, v - 1);
+            pthread_mutex_unlock(&r->lock);
+        }
+    }
+}
+
+long vms_trim(void)
+{
+    unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
+    long total = 0;
+
+    tcache_flush();
+    for (unsigned i = 0; i < n; i++) {
+        struct vms_region *r = vms__g.regions[i];
+        drain_caches(r);
+        pthread_mutex_lock(&r->lock);
+        total += (long)release_excess(r, 0);
+        pthread_mutex_unlock(&r->lock);
+    }
+    return total;
+}
+
+void vms_stats_get(vms_stats *s)
+{
+    unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
+
+    memset(s, 0, sizeof *s);
+    s->sizes = n;
+    s->overflows = atomic_load_explicit(&vms__g.overflows, memory_order_relaxed);
+    s->cached = tcache_count();
+    for (unsigned i = 0; i < n; i++) {
+        struct vms_region *r = vms__g.regions[i];
+        size_t cached = 0, entries = (size_t)vms__g.ncpu * r->cache_stride;
+
+        for (size_t e = 0; e < entries; e++)
+            cached += atomic_load_explicit(&r->cache[e], memory_order_relaxed) != 0;
+        pthread_mutex_lock(&r->lock);
+        s->cached += cached;
+        s->pooled_warm += r->warm_n;
+        s->pooled_cold += r->cold_n;
+        s->live += r->taken - r->warm_n - r->cold_n - r->releasing;
+        s->slots += r->slots_guarded;
+        s->chunks += atomic_load_explicit(&r->nchunks, memory_order_relaxed);
+        s->reserved_bytes += r->reserve;
+        s->mapped_bytes += (size_t)atomic_load_explicit(&r->nchunks, memory_order_relaxed) * r->chunk_bytes;
+        s->released += r->released;
+        s->release_calls += r->release_calls;
+        pthread_mutex_unlock(&r->lock);
+    }
+    s->live -= s->cached;
+}

@@ -1,0 +1,178 @@
+/*
+ * Internal interfaces shared by the parts of libvmstack.  Names with a
+ * double underscore (vms__) are internal and may change at any time.
+ */
+#ifndef VMS_INTERNAL_H
+#define VMS_INTERNAL_H
+
+#include "vmstack.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define VMS_MIN_STACK ((size_t)16 << 10)
+#define VMS_MAX_STACK ((size_t)1 << 30)
+#define VMS_MAX_GUARD ((size_t)1 << 30)
+#define VMS_MAX_CACHE 64u
+#define VMS_CHUNK_TARGET ((size_t)32 << 20)   /* bytes of slots mapped per growth */
+#define VMS_RELEASE_BATCH 32u                  /* stacks returned to the kernel at once */
+#define VMS_SLOT_BITS 28u                      /* vms_stack.id = region << 28 | slot */
+#define VMS_VMA_HEADROOM 1024                  /* VMAs left to the rest of the process */
+#define VMS_SLOT_EXT_BYTES 192                 /* room per slot for the task layer's record */
+
+/* The canary at the lowest word of a fiber's stack: the kernel's STACK_END_MAGIC, twice. */
+#define VMS_STACK_END_MAGIC 0x57ac6e9d57ac6e9dULL
+
+/* Slot states, kept in the low half of vms_slot.state; the high half is the generation. */
+enum { VMS_SLOT_UNUSED = 0, VMS_SLOT_FREE = 1, VMS_SLOT_LIVE = 2 };
+
+/* What runs on a stack, as far as reports and classification care. */
+enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TASK_ALTSTACK };
+
+struct vms_task {
+    int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack */
+    uint64_t id;              /* fiber id, or thread id (tid) */
+    char name[32];
+    void *start;              /* the task's start routine, for reports */
+    void *owner;              /* the thread's record in libvmstack-preload.so */
+};
+
+/*
+ * One entry of the descriptor table of a region.  This is the kernel's
+ * "thread_info moved off the stack": everything vmstack knows about a stack
+ * and the task running on it lives here, never inside the stack memory.
+ * The task part belongs to whoever holds the stack (fibers, threads) and is
+ * cleared when the stack is freed.
+ */
+struct vms_slot {
+    _Atomic uint64_t state;   /* gen << 32 | VMS_SLOT_* */
+    uint32_t next, prev;      /* pool lists, as slot index + 1 (0 = none) */
+    struct vms_task task;
+    /*
+     * The task layer's record for the stack (a fiber's descriptor): kept
+     * here, off the stack, in storage whose layout only that layer knows.
+     */
+    _Alignas(16) unsigned char task_ext[VMS_SLOT_EXT_BYTES];
+};
+
+/*
+ * A region: the address space reserved for stacks of one geometry.  Slots
+ * are [guard][stack]; a chunk is chunk_slots slots followed by a trailing
+ * guard, so every stack has a guard on both sides.  Fixed geometry makes
+ * address -> slot a division, lock-free and usable from a signal handler.
+ */
+struct vms_region {
+    size_t stack_size, guard_size, slot_size;
+    size_t chunk_slots, chunk_bytes;
+    char *base;                       /* reserved range [base, base + reserve) */
+    size_t reserve;
+    uint32_t index;                   /* position in vms__g.regions */
+    uint32_t max_slots;
+    struct vms_slot *slots;           /* descriptor table, max_slots entries */
+    _Atomic uint32_t nchunks;         /* chunks mapped and guarded */
+
+    _Atomic uint32_t *cache;          /* ncpu rows of cache_stride entries: slot + 1 or 0 */
+    unsigned cache_stride;
+
+    pthread_mutex_t lock;             /* protects everything below */
+    uint32_t next_fresh, fresh_end;   /* never-used slots with guards installed */
+    uint32_t taken;                   /* slots ever drawn from the fresh range */
+    uint32_t warm_head, warm_tail, warm_n;  /* LIFO at head, trimmed from tail */
+    uint32_t cold_head, cold_n;
+    uint32_t releasing;               /* detached while madvise runs */
+    uint32_t slots_guarded;
+    uint64_t released, release_calls;
+};
+
+/* Global state. */
+struct vms_global {
+    vms_config cfg;
+    vms_guard_mode mode;              /* after probing */
+    size_t page;
+    unsigned ncpu;
+    long max_map_count;
+    pthread_mutex_t lock;             /* initialisation and region creation */
+    _Atomic int ready;
+    _Atomic int scrub;                /* cfg.scrub, switchable at run time */
+    _Atomic unsigned nregions;
+    struct vms_region *regions[VMS_MAX_SIZES];
+    long vmas_counted;                /* last count of /proc/self/maps lines */
+    long vmas_added;                  /* VMAs our guards added since that count */
+    _Atomic uint64_t overflows;       /* caught by the fault layer, for vms_stats */
+};
+extern struct vms_global vms__g;
+
+/* error.c */
+int vms__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* config.c */
+int vms__config_check(const vms_config *cfg);
+int vms__parse_size(const char *s, size_t *out);
+int vms__ensure_init(void);
+
+/* os.c: the only place that talks to the kernel about memory */
+void *vms__os_reserve(size_t bytes);
+int vms__os_commit(void *addr, size_t bytes);
+void vms__os_decommit(void *addr, size_t bytes);
+int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode);
+int vms__os_release(void *addr, size_t bytes);
+void *vms__os_alloc(size_t bytes);
+vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
+long vms__os_count_vmas(void);
+long vms__os_max_map_count(void);
+
+/* area.c */
+struct vms_region *vms__region_for(size_t stack_size, int *err);
+int vms__region_grow(struct vms_region *r);
+static inline char *vms__slot_base(const struct vms_region *r, uint32_t idx)
+{
+    return r->base + (size_t)(idx / r->chunk_slots) * r->chunk_bytes +
+           (size_t)(idx % r->chunk_slots) * r->slot_size + r->guard_size;
+}
+
+/* Where an address lies, for vms_on_stack and the fault handler. */
+enum vms_where { VMS_AT_NONE, VMS_AT_STACK, VMS_AT_GUARD_BELOW, VMS_AT_GUARD_ABOVE };
+struct vms_loc {
+    enum vms_where where;
+    struct vms_region *region;
+    uint32_t slot;        /* the stack the address (or guard) belongs to */
+};
+void vms__locate(const void *addr, struct vms_loc *loc);
+void vms__fill_handle(struct vms_region *r, uint32_t idx, vms_stack *st);
+
+/* The slot of a stack id (vms_stack.id), or NULL for an id of no region. */
+static inline struct vms_slot *vms__slot_of_id(uint32_t id)
+{
+    uint32_t ri = id >> VMS_SLOT_BITS, idx = id & ((1u << VMS_SLOT_BITS) - 1);
+
+    if (ri >= atomic_load_explicit(&vms__g.nregions, memory_order_acquire) || idx >= vms__g.regions[ri]->max_slots)
+        return NULL;
+    return &vms__g.regions[ri]->slots[idx];
+}
+/* The task record of a live stack (NULL for a stale or foreign handle). */
+struct vms_task *vms__task_of(const vms_stack *st);
+
+/* usage.c */
+size_t vms__used_bytes(const char *base, size_t size);
+size_t vms__used_bytes_top(const char *base, size_t size);
+
+/*
+ * Hooks: what the layers above core lend it.  The fault layer registers
+ * thread_ready when it is loaded (a constructor; libvmstack.a is one object,
+ * so that it is always linked): it makes the calling thread report-ready
+ * (overflow handler installed, guarded alternate signal stack; a
+ * thread-local test once done).  Core calls it on a thread's first stack
+ * allocation and the task layer at the start of every vmstack thread, so
+ * that no thread can overflow before a report is possible.  0 or -errno.
+ */
+extern int (*vms__thread_ready_hook)(void);
+static inline int vms__thread_ready(void)
+{
+    return vms__thread_ready_hook ? vms__thread_ready_hook() : 0;
+}
+
+/* os.c: the calling thread's tid, asked of the kernel once per thread (and again after fork). */
+pid_t vms__os_tid(void);
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * The operating-system layer: reserving address space, committing chunks,
+ * installing guards, returning memory, and probing what the kernel really
+ * does.  Everything else asks this file, so a port starts here.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13: PTE guard markers */
+#endif
+
+static __thread __attribute__((tls_model("initial-exec"))) pid_t self_tid;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+/* A forked child's only thread has a tid of its own. */
+static void forget_tid(void)
+{
+    self_tid = 0;
+}
+
+static void tid_setup(void)
+{
+    pthread_atfork(NULL, NULL, forget_tid);
+}
+
+pid_t vms__os_tid(void)
+{
+    if (!self_tid) {
+        pthread_once(&tid_once, tid_setup);
+        self_tid = gettid();
+    }
+    return self_tid;
+}
+
+void *vms__os_reserve(size_t bytes)
+{
+    /* PROT_NONE + NORESERVE: address space only, no commit charge. */
+    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int vms__os_commit(void *addr, size_t bytes)
+{
+    /*
+     * MAP_NORESERVE: under the default overcommit policy, a million 64 KiB
+     * stacks would otherwise charge 80 GB of commit, and fork() of the
+     * process would then fail.  Under the strict policy (vm.overcommit_memory
+     * = 2) the kernel ignores the flag and accounts anyway, so there the
+     * error still comes here, as a return value.  Consecutive chunks merge
+     * into one VMA.
+     */
+    void *p = mmap(addr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+
+    if (p == MAP_FAILED) {
+        int e = errno;
+        vms__os_decommit(addr, bytes);
+        return -e;
+    }
+    return 0;
+}
+
+/* Gives a range back to the reservation: no memory, no charge, no guards. */
+void vms__os_decommit(void *addr, size_t bytes)
+{
+    mmap(addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
+int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode)
+{
+    int rc = 0;
+
+    if (mode == VMS_GUARD_MADVISE)
+        rc = madvise(addr, bytes, MADV_GUARD_INSTALL);
+    else if (mode == VMS_GUARD_MPROTECT)
+        rc = mprotect(addr, bytes, PROT_NONE);
+    return rc ? -errno : 0;
+}
+
+int vms__os_release(void *addr, size_t bytes)
+{
+    /* MADV_DONTNEED keeps guard markers and PROT_NONE, and refills with zeros. */
+    return madvise(addr, bytes, MADV_DONTNEED) ? -errno : 0;
+}
+
+void *vms__os_alloc(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Does a load from the page fault?  Asked of a child, because the answer is
+ * a SIGSEGV.  A raw fork skips pthread_atfork handlers, and the child resets
+ * SIGSEGV so that no handler of the program runs there.
+ */
+static bool faults_in_child(volatile char *page)
+{
+    int status;
+    pid_t pid = (pid_t)syscall(SYS_fork);
+
+    if (pid == 0) {
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        sigaction(SIGSEGV, &sa, NULL);
+        sigaction(SIGBUS, &sa, NULL);
+        (void)page[0];
+        _exit(0);
+    }
+    if (pid < 0)
+        return false;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
+}
+
+/*
+ * Chooses the guard mechanism.  madvise(MADV_GUARD_INSTALL) is believed only
+ * if a load from the guarded page really faults: emulators and seccomp
+ * filters can accept the call and do nothing.  Returns VMS_GUARD_AUTO only if
+ * the probe could not even map its pages.
+ */
+vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    char *p;
+    bool ok;
+
+    if (wanted == VMS_GUARD_MPROTECT || wanted == VMS_GUARD_NONE)
+        return wanted;
+    p = vms__os_alloc(2 * pg);
+    if (!p)
+        return VMS_GUARD_AUTO;
+    ok = madvise(p, pg, MADV_GUARD_INSTALL) == 0 && faults_in_child(p);
+    munmap(p, 2 * pg);
+    return ok ? VMS_GUARD_MADVISE : VMS_GUARD_MPROTECT;
+}
+
+/* Lines of /proc/self/maps, read with plain syscalls in big blocks. */
+long vms__os_count_vmas(void)
+{
+    char buf[65536];
+    long n = 0;
+    ssize_t got;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    while ((got = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < got; i++)
+            n += buf[i] == '\n';
+    close(fd);
+    return n;
+}
+
+long vms__os_max_map_count(void)
+{
+    char buf[32] = { 0 };
+    long v = 65530;
+    int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        if (read(fd, buf, sizeof buf - 1) > 0)
+            v = strtol(buf, NULL, 10);
+        close(fd);
+    }
+    return v;
+}

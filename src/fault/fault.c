@@ -1,0 +1,521 @@
+/*
+ * The stack-overflow handler: the kernel's "BUG: stack guard page was hit",
+ * then kill only the offender.
+ *
+ * SIGSEGV and SIGBUS handlers, installed once, run on a per-thread
+ * alternate signal stack that is itself a guarded vmstack stack (an
+ * overflowed stack has no room left for a handler, and the handler's own
+ * overflow must not corrupt anything).  The fault address is classified in
+ * O(1) with vms__locate (our regions) and, failing that, the registry of
+ * foreign stacks:
+ *   - in the guard below a live stack, with the interrupted stack pointer on
+ *     that stack or in its guard (or a little below it, when a large frame
+ *     skipped ahead, as long as no other live stack is there): an overflow
+ *     of that stack's task.  Report, then the policy: kill the fiber, or
+ *     abort;
+ *   - in some other guard, or with the stack pointer elsewhere: a wild
+ *     access.  Report, then pass it on;
+ *   - anything else: pass it on untouched.
+ * Passing on means: to the handler that was installed before ours, called
+ * as the kernel would have called it; or, when there was none, back to the
+ * default action and return, so that the faulting instruction runs again
+ * and the process dies by the real signal with its core dump.
+ *
+ * Killing a fiber happens outside the handler: the handler rewrites the
+ * interrupted context to call vms__fiber_kill_current on a fresh frame near
+ * the top of the fiber's stack (intact: only its bottom overflowed) and
+ * returns, so that sigreturn restores the signal mask and the kill runs as
+ * ordinary code.
+ */
+#include "fault/fault.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+/*
+ * The alternate stack holds the handler's frame with its 16 KiB report
+ * buffer, libunwind's cursor and its DWARF interpreter, and an earlier
+ * handler we chain to.  A report with a deep trace was measured at 24 KiB
+ * (26 KiB under ASan), so 64 KiB leaves about 40 KiB to an earlier handler;
+ * only touched pages cost memory.  A
+ * larger configured stack size is used as is, so the altstack shares the
+ * default region instead of taking one of VMS_MAX_SIZES.
+ */
+#define ALTSTACK_MIN ((size_t)64 << 10)
+#define REPORT_BYTES (16 << 10)
+#define OUTCOME_BYTES 128              /* kept free for the report's last line */
+#define SP_SLACK ((uintptr_t)64 << 10) /* how far below a guard a large frame may leave sp */
+#define KILL_FRAME_GAP 256             /* bytes below the top where the kill starts */
+
+static _Atomic int installed;
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction prev[2];       /* SIGSEGV, SIGBUS before us */
+static _Atomic int in_flight;          /* handlers writing a report */
+static _Atomic int policy[3];          /* by vms_overflow_task */
+static _Atomic(vms_overflow_fn) policy_fn;
+static void *_Atomic policy_arg;
+
+#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
+static TLS_IE int alt_ready;           /* this thread has its altstack (or is getting it) */
+static TLS_IE vms_stack alt;
+static TLS_IE stack_t alt_prev;        /* the thread's altstack before ours, restored at exit */
+static TLS_IE uintptr_t passed_ip, passed_addr; /* the last fault this thread passed on */
+static pthread_key_t alt_key;
+
+/* ---- classification ---- */
+
+static uintptr_t reg(const struct vms_fault *f, int r)
+{
+    return (uintptr_t)f->uc->uc_mcontext.gregs[r];
+}
+
+/* The live task whose stack holds addr, if any. */
+static bool task_at(uintptr_t addr, struct vms_task *out)
+{
+    struct vms_loc loc;
+    struct vms_reg_hit hit;
+
+    vms__locate((const void *)addr, &loc);
+    if (loc.where == VMS_AT_STACK) {
+        if ((uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) !=
+            VMS_SLOT_LIVE)
+            return false;
+        *out = loc.region->slots[loc.slot].task;
+        return true;
+    }
+    if (loc.where == VMS_AT_NONE && vms__registry_find(addr, &hit) && addr >= hit.lo) {
+        *out = hit.task;
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Was it the stack's own task running into the guard?  Its sp is on the
+ * stack or in the guard; or below the guard when one large frame jumped
+ * it, unless sp is on another live stack there (then it is that stack's
+ * task writing above its top, and killing the wrong fiber must not happen).
+ */
+static bool sp_overflowed(const struct vms_fault *f)
+{
+    struct vms_task other;
+
+    if (f->sp >= f->guard_lo && f->sp < f->hi)
+        return true;
+    return f->sp < f->guard_lo && f->guard_lo - f->sp <= SP_SLACK && !task_at(f->sp, &other);
+}
+
+static bool classify_guard(struct vms_fault *f, bool below_stack)
+{
+    if (f->owned && below_stack && sp_overflowed(f)) {
+        f->cls = VMS_FAULT_OVERFLOW;
+        return true;
+    }
+    f->cls = VMS_FAULT_WILD;
+    f->by_known = task_at(f->sp, &f->by);
+    return true;
+}
+
+static bool classify_slot(struct vms_fault *f, const struct vms_loc *loc)
+{
+    struct vms_region *r = loc->region;
+    struct vms_slot *s = &r->slots[loc->slot];
+
+    f->lo = (uintptr_t)vms__slot_base(r, loc->slot);
+    f->hi = f->lo + r->stack_size;
+    f->guard_lo = f->lo - r->guard_size;
+    f->owned = (uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) == VMS_SLOT_LIVE;
+    if (f->owned)
+        f->owner = s->task;
+    return classify_guard(f, loc->where == VMS_AT_GUARD_BELOW);
+}
+
+static bool classify_foreign(struct vms_fault *f)
+{
+    struct vms_reg_hit hit;
+
+    if (!vms__registry_find(f->addr, &hit) || f->addr >= hit.lo)
+        return false;
+    f->lo = hit.lo;
+    f->hi = hit.hi;
+    f->guard_lo = hit.guard_lo;
+    f->owned = true;
+    f->owner = hit.task;
+    return classify_guard(f, true);
+}
+
+/* Fills *f; false when the fault is none of ours. */
+static bool classify(int sig, siginfo_t *si, ucontext_t *uc, struct vms_fault *f)
+{
+    struct vms_loc loc;
+
+    memset(f, 0, sizeof *f);
+    f->signo = sig;
+    f->uc = uc;
+    f->addr = (uintptr_t)si->si_addr;
+    f->ip = reg(f, REG_RIP);
+    f->sp = reg(f, REG_RSP);
+    f->bp = reg(f, REG_RBP);
+    if (si->si_code <= 0) /* sent with kill() or sigqueue(), not a fault */
+        return false;
+    vms__locate((const void *)f->addr, &loc);
+    if (loc.where == VMS_AT_GUARD_BELOW || loc.where == VMS_AT_GUARD_ABOVE)
+        return classify_slot(f, &loc);
+    return loc.where == VMS_AT_NONE && classify_foreign(f);
+}
+
+/* ---- passing faults on ---- */
+
+static void raise_default(int sig, const siginfo_t *si)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    /* A fault repeats when we return; a sent signal must be sent again. */
+    if (si->si_code <= 0)
+        syscall(SYS_tgkill, getpid(), gettid(), sig);
+}
+
+/* As the kernel would have run the earlier handler: its mask, its flags. */
+static void call_prev(struct sigaction *p, int sig, siginfo_t *si, ucontext_t *uc)
+{
+    sigset_t mask = uc->uc_sigmask, old;
+    void (*plain)(int) = p->sa_handler;
+    void (*info)(int, siginfo_t *, void *) = p->sa_sigaction;
+    bool siginfo = p->sa_flags & SA_SIGINFO;
+
+    for (int s = 1; s < NSIG; s++)
+        if (sigismember(&p->sa_mask, s) == 1)
+            sigaddset(&mask, s);
+    if (!(p->sa_flags & SA_NODEFER))
+        sigaddset(&mask, sig);
+    if (p->sa_flags & SA_RESETHAND) {
+        p->sa_flags &= ~SA_SIGINFO;
+        p->sa_handler = SIG_DFL;
+    }
+    pthread_sigmask(SIG_SETMASK, &mask, &old);
+    if (siginfo)
+        info(sig, si, uc);
+    else
+        plain(sig);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void pass_on(int sig, siginfo_t *si, ucontext_t *uc)
+{
+    struct sigaction *p = &prev[sig == SIGBUS];
+
+    if (!(p->sa_flags & SA_SIGINFO) && p->sa_handler == SIG_IGN) {
+        /* The kernel does not let a fault be ignored: it kills.  A sent signal is ignored. */
+        if (si->si_code > 0)
+            raise_default(sig, si);
+        return;
+    }
+    if ((p->sa_flags & SA_SIGINFO) || p->sa_handler != SIG_DFL)
+        call_prev(p, sig, si, uc);
+    else
+        raise_default(sig, si);
+}
+
+/* ---- policies ---- */
+
+static vms_overflow_policy default_policy(vms_overflow_task t)
+{
+    return t == VMS_OVERFLOW_FIBER ? VMS_OVERFLOW_KILL : VMS_OVERFLOW_ABORT;
+}
+
+static vms_overflow_policy ask_callback(const struct vms_fault *f, vms_overflow_task t,
+                                        const struct vms_sbuf *b)
+{
+    vms_overflow_fn fn = atomic_load_explicit(&policy_fn, memory_order_acquire);
+    char name[sizeof f->owner.name + 1];
+    vms_overflow ov;
+
+    if (!fn)
+        return default_policy(t);
+    memcpy(name, f->owner.name, sizeof f->owner.name);
+    name[sizeof f->owner.name] = 0;
+    ov = (vms_overflow){
+        .task = t,
+        .id = f->owner.id,
+        .name = name,
+        .fault_addr = (void *)f->addr,
+        .stack_lo = (void *)f->lo,
+        .stack_hi = (void *)f->hi,
+        .guard_lo = (void *)f->guard_lo,
+        .ip = (void *)f->ip,
+        .sp = (void *)f->sp,
+        .bp = (void *)f->bp,
+        .signo = f->signo,
+        .report = b->p,
+        .report_len = b->len,
+    };
+    return fn(&ov, atomic_load_explicit(&policy_arg, memory_order_relaxed));
+}
+
+/* Kill needs a fiber, and it must be the one running here, on that stack. */
+static bool killable(const struct vms_fault *f)
+{
+    struct vms_fiber_desc *cur;
+
+    if (f->owner.kind != VMS_TASK_FIBER)
+        return false;
+    cur = vms__fiber_current();
+    return cur && (uintptr_t)cur->base == f->lo;
+}
+
+static bool decide_kill(const struct vms_fault *f, const struct vms_sbuf *b)
+{
+    vms_overflow_task t = f->owner.kind == VMS_TASK_FIBER ? VMS_OVERFLOW_FIBER : VMS_OVERFLOW_THREAD;
+    vms_overflow_policy p = atomic_load_explicit(&policy[t], memory_order_relaxed);
+
+    if (p == VMS_OVERFLOW_DEFAULT)
+        p = default_policy(t);
+    if (p == VMS_OVERFLOW_CALLBACK)
+        p = ask_callback(f, t, b);
+    if (p != VMS_OVERFLOW_KILL && p != VMS_OVERFLOW_ABORT)
+        p = default_policy(t);
+    return p == VMS_OVERFLOW_KILL && killable(f);
+}
+
+/*
+ * The context returns into vms__fiber_kill_current(KILLED_OVERFLOW) near the
+ * stack's top.  Not instrumented: under ASan that memory still carries the
+ * redzones of the abandoned frames (the kill clears them).
+ */
+__attribute__((no_sanitize_address)) static void redirect_to_kill(const struct vms_fault *f)
+{
+    greg_t *g = f->uc->uc_mcontext.gregs;
+    uintptr_t sp = ((f->hi - KILL_FRAME_GAP) & ~(uintptr_t)15) - 8;
+
+    *(uintptr_t *)sp = 0; /* no return address: backtraces end here */
+    g[REG_RSP] = (greg_t)sp;
+    g[REG_RBP] = 0;
+    g[REG_RDI] = VMS_FIBER_KILLED_OVERFLOW;
+    g[REG_RIP] = (greg_t)(uintptr_t)vms__fiber_kill_current;
+}
+
+/*
+ * Before a fault goes on to end the process: give overflows that other
+ * threads hit at about the same time a moment (GRACE) to start reporting,
+ * and let every report in flight finish (for two seconds at most), so that
+ * two overflows at once give two whole reports, not one and a half.
+ */
+#define GRACE_NS 50000000L
+
+static long elapsed_ns(const struct timespec *since)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
+}
+
+static void wait_for_other_reports(void)
+{
+    struct timespec start, nap = {0, 1000000};
+    long t;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while ((t = elapsed_ns(&start)) < GRACE_NS ||
+           (atomic_load_explicit(&in_flight, memory_order_acquire) > 0 && t < 2000000000L))
+        nanosleep(&nap, NULL);
+}
+
+/*
+ * An earlier handler that returns without fixing anything makes the same
+ * fault come back at once, forever, as it would without vmstack; report it
+ * once, not forever.
+ */
+static bool repeated(const struct vms_fault *f)
+{
+    return f->ip == passed_ip && f->addr == passed_addr;
+}
+
+static void handle(struct vms_fault *f, siginfo_t *si)
+{
+    char text[REPORT_BYTES];
+    struct vms_sbuf b = {text, sizeof text - OUTCOME_BYTES, 0};
+    bool kill = false;
+
+    if (repeated(f)) {
+        pass_on(f->signo, si, f->uc);
+        return;
+    }
+    atomic_fetch_add_explicit(&in_flight, 1, memory_order_relaxed);
+    vms__report_body(&b, f);
+    if (f->cls == VMS_FAULT_OVERFLOW) {
+        atomic_fetch_add_explicit(&vms__g.overflows, 1, memory_order_relaxed);
+        kill = decide_kill(f, &b);
+    }
+    b.cap = sizeof text;
+    vms__report_outcome(&b, f, kill);
+    vms__report_emit(text, b.len);
+    atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
+    if (kill) {
+        redirect_to_kill(f);
+        return;
+    }
+    wait_for_other_reports();
+    passed_ip = f->ip;
+    passed_addr = f->addr;
+    pass_on(f->signo, si, f->uc);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    struct vms_fault f;
+
+    bool (*tripwire)(const siginfo_t *, ucontext_t *) =
+        atomic_load_explicit(&vms__fault_tripwire_hook, memory_order_acquire);
+
+    /* A tripwire of the stack tracer is no fault: the access retries. */
+    if (tripwire && tripwire(si, uc)) {
+        errno = saved_errno;
+        return;
+    }
+    if (classify(sig, si, uc, &f))
+        handle(&f, si);
+    else
+        pass_on(sig, si, uc);
+    errno = saved_errno;
+}
+
+/* ---- installation ---- */
+
+/* libunwind sets itself up on first use; let that happen here, not in the handler. */
+static void warm_unwinder(void)
+{
+    unw_context_t ctx;
+    unw_cursor_t c;
+
+    if (unw_getcontext(&ctx) == 0 && unw_init_local(&c, &ctx) == 0)
+        unw_step(&c);
+}
+
+static void altstack_release(void *unused);
+
+static int install(void)
+{
+    struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_ONSTACK};
+    int rc = 0;
+
+    if (atomic_load_explicit(&installed, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&install_lock);
+    if (!atomic_load_explicit(&installed, memory_order_relaxed)) {
+        /* Without symbols the report is still right, only less readable. */
+        vms__symbols_snapshot();
+        warm_unwinder();
+        if ((rc = pthread_key_create(&alt_key, altstack_release)))
+            rc = vms__fail(rc, "no pthread key left for the alternate signal stacks");
+        /* Nothing else interrupts a report; sigreturn restores the task's mask. */
+        sigfillset(&sa.sa_mask);
+        if (!rc && (sigaction(SIGSEGV, &sa, &prev[0]) || sigaction(SIGBUS, &sa, &prev[1])))
+            rc = vms__fail(errno, "sigaction failed: %s", strerror(errno));
+        atomic_store_explicit(&installed, rc == 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&install_lock);
+    return rc;
+}
+
+static size_t altstack_size(void)
+{
+    return vms__g.cfg.stack_size > ALTSTACK_MIN ? vms__g.cfg.stack_size : ALTSTACK_MIN;
+}
+
+int vms__altstack_ensure(void)
+{
+    stack_t ss = {0};
+    struct vms_task *t;
+    int rc;
+
+    if (alt_ready)
+        return 0;
+    alt_ready = 1; /* before allocating: vms_stack_alloc comes back here */
+    if ((rc = vms_stack_alloc(&alt, altstack_size()))) {
+        alt_ready = 0;
+        return rc;
+    }
+    t = vms__task_of(&alt);
+    t->kind = VMS_TASK_ALTSTACK;
+    t->id = (uint64_t)vms__os_tid();
+    strcpy(t->name, "altstack");
+    ss.ss_sp = alt.base;
+    ss.ss_size = alt.size;
+    if (sigaltstack(&ss, &alt_prev)) {
+        rc = vms__fail(errno, "sigaltstack failed: %s", strerror(errno));
+        vms_stack_free(&alt);
+        alt_ready = 0;
+        return rc;
+    }
+    pthread_setspecific(alt_key, &alt); /* for the destructor at thread exit */
+    return 0;
+}
+
+/* Thread exit: the previous altstack back (a sanitizer may unmap it), ours freed. */
+static void altstack_release(void *unused)
+{
+    (void)unused;
+    /* One call: it fails (EPERM) while we run on the altstack, which must then not be freed. */
+    if (sigaltstack(&alt_prev, NULL))
+        return;
+    vms_stack_free(&alt);
+    alt_ready = 0;
+}
+
+int vms__fault_thread_init(void)
+{
+    int rc;
+
+    if (alt_ready)
+        return 0;
+    if ((rc = install()))
+        return rc;
+    return vms__altstack_ensure();
+}
+
+int vms_fault_install(void)
+{
+    int rc = vms__ensure_init();
+
+    if (rc || (rc = install()))
+        return rc;
+    vms__symbols_snapshot();
+    return vms__altstack_ensure();
+}
+
+bool (*_Atomic vms__fault_tripwire_hook)(const siginfo_t *si, ucontext_t *uc);
+
+/*
+ * Core calls this layer on every thread's first allocation, through a hook.
+ * Registered before any constructor of the program's can allocate a stack.
+ */
+__attribute__((constructor(101))) static void register_thread_ready(void)
+{
+    vms__thread_ready_hook = vms__fault_thread_init;
+}
+
+int vms_set_overflow_policy(vms_overflow_task task, vms_overflow_policy p)
+{
+    if ((task != VMS_OVERFLOW_FIBER && task != VMS_OVERFLOW_THREAD) || p < VMS_OVERFLOW_DEFAULT ||
+        p > VMS_OVERFLOW_CALLBACK)
+        return vms__fail(EINVAL, "overflow policy %d for task kind %d: no such policy or task kind", (int)p,
+                         (int)task);
+    atomic_store_explicit(&policy[task], p, memory_order_relaxed);
+    return 0;
+}
+
+void vms_set_overflow_callback(vms_overflow_fn fn, void *arg)
+{
+    atomic_store_explicit(&policy_arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&policy_fn, fn, memory_order_release);
+}

@@ -1,0 +1,102 @@
+/*
+ * Interfaces between the parts of the overflow handler: fault.c
+ * (handlers, classification, policies), report.c (the report), symbols.c
+ * (the symbol snapshot), registry.c (stacks vmstack did not allocate).
+ * Everything here marked async-signal-safe is called from the handler.
+ */
+#ifndef VMS_FAULT_H
+#define VMS_FAULT_H
+
+#include "task/task.h"
+
+#include <signal.h>
+#include <ucontext.h>
+
+/* ---- report.c: the report, async-signal-safe ---- */
+
+/* Text being written into a fixed buffer (on the handler's stack). */
+struct vms_sbuf {
+    char *p;
+    size_t cap, len;   /* text beyond cap is dropped, never written */
+};
+void vms__sb_str(struct vms_sbuf *b, const char *s);
+void vms__sb_hex(struct vms_sbuf *b, uint64_t v);
+void vms__sb_dec(struct vms_sbuf *b, uint64_t v);
+
+/* What the handler found, for the report. */
+enum vms_fault_class { VMS_FAULT_NOT_OURS = 0, VMS_FAULT_OVERFLOW, VMS_FAULT_WILD };
+
+struct vms_fault {
+    int signo;
+    enum vms_fault_class cls;
+    uintptr_t addr;               /* the faulting address */
+    uintptr_t ip, sp, bp;         /* the interrupted context */
+    uintptr_t lo, hi, guard_lo;   /* the stack whose guard was hit: [lo, hi), guard [guard_lo, lo) */
+    bool owned;                   /* that stack is live (has an owner) */
+    struct vms_task owner;        /* copy of its task record */
+    bool by_known;                /* wild access: sp is on a known stack ... */
+    struct vms_task by;           /* ... of this task */
+    ucontext_t *uc;
+};
+
+/* Writes the report up to (not including) the line saying what happens next. */
+void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f);
+/* The last line: "killed fiber 'name'", "aborting", or passing the signal on. */
+void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, bool killed);
+/* Sends a whole report to the chosen fd or callback, never interleaved with another. */
+void vms__report_emit(const char *text, size_t len);
+
+/* ---- symbols.c: kallsyms for user space ---- */
+
+struct vms_symres {
+    const char *name;    /* NULL when the address is in no known function */
+    uintptr_t off, size; /* offset into the function, its size */
+    const char *module;  /* file name of the module, NULL when in no module */
+    uintptr_t modoff;    /* offset from the module's load address */
+};
+/* Builds or refreshes the snapshot; never from a signal handler.  0 or -errno. */
+int vms__symbols_snapshot(void);
+/* Async-signal-safe lookup in the snapshot. */
+void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r);
+
+/* ---- registry.c ---- */
+
+/*
+ * Stacks vmstack did not allocate (the main thread's, glibc-allocated
+ * thread stacks under `vmstack run`): usable bytes [lo, hi), guard_below
+ * inaccessible bytes below lo.  Consulted by the fault handler when an
+ * address is not in a vmstack region.  A fixed table of VMS_REGISTRY_MAX
+ * entries claimed lock-free; lookup is async-signal-safe.  Returns a handle
+ * >= 0, or -ENOSPC when the table is full.  *task is copied.
+ */
+#define VMS_REGISTRY_MAX 4096
+int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms_task *task);
+void vms__stack_unregister(int handle);
+
+struct vms_reg_hit {
+    uintptr_t lo, hi, guard_lo;
+    struct vms_task task;
+};
+/* Async-signal-safe: the registered stack whose guard or usable bytes hold addr. */
+bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit);
+
+
+/* ---- fault.c ---- */
+
+/*
+ * Installs the SIGSEGV/SIGBUS handlers (once per process) and gives the
+ * calling thread its guarded alternate signal stack (once per thread; a
+ * thread-local test afterwards).  Registered as core's thread_ready hook.
+ * Returns 0 or a negative errno.
+ */
+int vms__fault_thread_init(void);
+int vms__altstack_ensure(void);
+
+/*
+ * A hook the stack tracer registers, called first for every SIGSEGV in
+ * signal context: true when the fault was one of its tripwires (handled:
+ * the access retries), false when it is none of the tracer's.
+ */
+extern bool (*_Atomic vms__fault_tripwire_hook)(const siginfo_t *si, ucontext_t *uc);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * Stacks vmstack did not allocate but should report on: the main thread's
+ * stack, glibc-allocated thread stacks under `vmstack run`.  vms__locate
+ * answers for our own regions in O(1); this table answers for the rest.
+ *
+ * A fixed table, so that the handler never sees memory being reallocated:
+ * entries are claimed with a compare-and-swap and published with a release
+ * store; the handler scans only up to the highest entry ever used, so the
+ * scan is bounded by the number of such stacks that were alive at once
+ * (one per thread of the program), not by VMS_REGISTRY_MAX.  The scan runs
+ * only for faults vms__locate did not claim, i.e. on the way to a crash.
+ */
+#include "fault/fault.h"
+
+#include <errno.h>
+#include <string.h>
+
+enum { FREE = 0, BUSY = 1, LIVE = 2 };
+
+struct entry {
+    _Atomic int state;
+    uintptr_t lo, hi, guard_lo;
+    struct vms_task task;
+};
+
+static struct entry table[VMS_REGISTRY_MAX];
+static _Atomic int used; /* entries [0, used) may be LIVE */
+
+int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms_task *task)
+{
+    for (int i = 0; i < VMS_REGISTRY_MAX; i++) {
+        int expect = FREE, u;
+        if (atomic_load_explicit(&table[i].state, memory_order_relaxed) != FREE ||
+            !atomic_compare_exchange_strong_explicit(&table[i].state, &expect, BUSY, memory_order_acquire,
+                                                     memory_order_relaxed))
+            continue;
+        table[i].lo = (uintptr_t)lo;
+        table[i].hi = (uintptr_t)hi;
+        table[i].guard_lo = (uintptr_t)lo - guard_below;
+        table[i].task = *task;
+        u = atomic_load_explicit(&used, memory_order_relaxed);
+        while (u < i + 1 && !atomic_compare_exchange_weak_explicit(&used, &u, i + 1, memory_order_relaxed,
+                                                                   memory_order_relaxed))
+            ;
+        atomic_store_explicit(&table[i].state, LIVE, memory_order_release);
+        return i;
+    }
+    return vms__fail(ENOSPC, "all %d entries for foreign stacks are in use: too many threads", VMS_REGISTRY_MAX);
+}
+
+void vms__stack_unregister(int handle)
+{
+    if (handle < 0 || handle >= VMS_REGISTRY_MAX)
+        return;
+    atomic_store_explicit(&table[handle].state, BUSY, memory_order_relaxed);
+    memset(&table[handle].task, 0, sizeof table[handle].task);
+    atomic_store_explicit(&table[handle].state, FREE, memory_order_release);
+}
+
+bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit)
+{
+    int n = atomic_load_explicit(&used, memory_order_acquire);
+
+    for (int i = 0; i < n; i++) {
+        struct entry *e = &table[i];
+        if (atomic_load_explicit(&e->state, memory_order_acquire) != LIVE)
+            continue;
+        hit->lo = e->lo;
+        hit->hi = e->hi;
+        hit->guard_lo = e->guard_lo;
+        hit->task = e->task;
+        /* Still the same registration after the copy? (An unregister in between would show.) */
+        if (atomic_load_explicit(&e->state, memory_order_acquire) == LIVE && addr >= hit->guard_lo &&
+            addr < hit->hi)
+            return true;
+    }
+    return false;
+}

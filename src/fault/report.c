@@ -1,0 +1,441 @@
+/*
+ * The overflow report, after the kernel's oops: written from the signal
+ * handler, so only async-signal-safe calls (write, prctl, gettid, sched_yield,
+ * libunwind's local unwinding) and no malloc, stdio or locks.  The text is
+ * built in a buffer on the handler's (alternate) stack and goes out with one
+ * write loop while a spin flag keeps other reports out, so two overflows at
+ * once give two whole reports; a pipe would interleave writes above
+ * PIPE_BUF otherwise.
+ *
+ * Backtrace: libunwind, local unwinding, started from the signal's ucontext
+ * (unw_init_local2 with UNW_INIT_SIGNAL_FRAME).  libunwind documents local
+ * unwinding as signal-safe, and it follows the call-frame information, so it
+ * walks libc and -O2 code without frame pointers, which a frame-pointer walk
+ * cannot.  libgcc's _Unwind_Backtrace takes locks and allocates, and
+ * backtrace(3) loads libgcc on first use.  Symbols come from the snapshot
+ * (symbols.c).  The walk stops when a frame's stack pointer stops growing or
+ * leaves the stack, so a corrupt stack ends the trace rather than the report.
+ */
+#include "fault/fault.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#define HEAD_RUNS 24       /* runs of frames printed from the top of the trace */
+#define TAIL_RUNS 8        /* and from its bottom */
+#define MAX_FRAMES 1000000 /* a walk longer than this is a broken stack */
+
+/* ---- text ---- */
+
+static void put(struct vms_sbuf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && b->len < b->cap; i++)
+        b->p[b->len++] = s[i];
+}
+
+void vms__sb_str(struct vms_sbuf *b, const char *s)
+{
+    size_t n = 0;
+
+    while (s[n])
+        n++;
+    put(b, s, n);
+}
+
+void vms__sb_hex(struct vms_sbuf *b, uint64_t v)
+{
+    char t[18];
+    int i = sizeof t;
+
+    do {
+        t[--i] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    t[--i] = 'x';
+    t[--i] = '0';
+    put(b, t + i, sizeof t - (size_t)i);
+}
+
+void vms__sb_dec(struct vms_sbuf *b, uint64_t v)
+{
+    char t[20];
+    int i = sizeof t;
+
+    do {
+        t[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(b, t + i, sizeof t - (size_t)i);
+}
+
+/* A name from a task record, which need not be terminated. */
+static void put_name(struct vms_sbuf *b, const char *name, size_t max)
+{
+    size_t n = 0;
+
+    while (n < max && name[n])
+        n++;
+    put(b, name, n);
+}
+
+/* "function+0x1b/0x40 [module]", the kernel's %pS. */
+static void put_symbol(struct vms_sbuf *b, uintptr_t addr)
+{
+    struct vms_symres s;
+
+    vms__symbols_lookup(addr, &s);
+    if (s.name) {
+        vms__sb_str(b, s.name);
+        vms__sb_str(b, "+");
+        vms__sb_hex(b, s.off);
+        vms__sb_str(b, "/");
+        vms__sb_hex(b, s.size);
+    } else {
+        vms__sb_str(b, "??");
+    }
+    if (s.module) {
+        vms__sb_str(b, " [");
+        vms__sb_str(b, s.module);
+        if (!s.name) {
+            vms__sb_str(b, "+");
+            vms__sb_hex(b, s.modoff);
+        }
+        vms__sb_str(b, "]");
+    }
+}
+
+/* ---- the task ---- */
+
+static void put_this_thread(struct vms_sbuf *b)
+{
+    char name[17] = {0};
+
+    prctl(PR_GET_NAME, name);
+    vms__sb_str(b, "thread '");
+    put_name(b, name, sizeof name - 1);
+    vms__sb_str(b, "' (tid ");
+    vms__sb_dec(b, (uint64_t)gettid());
+    vms__sb_str(b, ")");
+}
+
+/*
+ * "fiber 'w' (id 3) on thread 'main' (tid 7)", "thread 'w' (tid 8)", ...
+ * here: the task runs on this thread (a fiber's thread is named only then).
+ */
+static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
+{
+    switch (t->kind) {
+    case VMS_TASK_FIBER:
+        vms__sb_str(b, "fiber '");
+        put_name(b, t->name, sizeof t->name);
+        vms__sb_str(b, "' (id ");
+        vms__sb_dec(b, t->id);
+        vms__sb_str(b, ")");
+        if (here) {
+            vms__sb_str(b, " on ");
+            put_this_thread(b);
+        }
+        break;
+    case VMS_TASK_THREAD:
+        vms__sb_str(b, "thread '");
+        put_name(b, t->name, sizeof t->name);
+        vms__sb_str(b, "' (tid ");
+        vms__sb_dec(b, t->id);
+        vms__sb_str(b, ")");
+        break;
+    case VMS_TASK_ALTSTACK:
+        vms__sb_str(b, "the alternate signal stack of tid ");
+        vms__sb_dec(b, t->id);
+        break;
+    default:
+        vms__sb_str(b, "a stack without a task");
+        if (here) {
+            vms__sb_str(b, ", on ");
+            put_this_thread(b);
+        }
+        break;
+    }
+    if (t->start) {
+        vms__sb_str(b, ", start routine ");
+        put_symbol(b, (uintptr_t)t->start);
+    }
+}
+
+/* ---- the call trace ---- */
+
+/* Consecutive frames at the same address, as deep recursion makes them. */
+struct run {
+    uintptr_t ip;
+    uint64_t n;
+};
+
+static void put_run(struct vms_sbuf *b, const struct run *r)
+{
+    vms__sb_str(b, "vmstack:  [<");
+    vms__sb_hex(b, r->ip);
+    vms__sb_str(b, ">] ");
+    put_symbol(b, r->ip);
+    vms__sb_str(b, "\n");
+    if (r->n > 1) {
+        vms__sb_str(b, "vmstack:  ... ");
+        vms__sb_dec(b, r->n - 1);
+        vms__sb_str(b, r->n == 2 ? " more frame of " : " more frames of ");
+        put_symbol(b, r->ip);
+        vms__sb_str(b, "\n");
+    }
+}
+
+/* Collects runs: the first HEAD_RUNS printed at once, the last TAIL_RUNS kept in a ring. */
+struct trace {
+    struct vms_sbuf *b;
+    unsigned runs;
+    struct run cur;
+    struct run tail[TAIL_RUNS];
+    uint64_t omitted; /* frames in runs between head and tail */
+};
+
+static void end_run(struct trace *t)
+{
+    if (t->runs < HEAD_RUNS) {
+        put_run(t->b, &t->cur);
+    } else {
+        struct run *slot = &t->tail[(t->runs - HEAD_RUNS) % TAIL_RUNS];
+        if (t->runs >= HEAD_RUNS + TAIL_RUNS)
+            t->omitted += slot->n;
+        *slot = t->cur;
+    }
+    t->runs++;
+}
+
+static void add_frame(struct trace *t, uintptr_t ip)
+{
+    if (t->cur.n && t->cur.ip == ip) {
+        t->cur.n++;
+        return;
+    }
+    if (t->cur.n)
+        end_run(t);
+    t->cur.ip = ip;
+    t->cur.n = 1;
+}
+
+static void end_trace(struct trace *t)
+{
+    unsigned first, n;
+
+    if (t->cur.n)
+        end_run(t);
+    if (t->runs <= HEAD_RUNS)
+        return;
+    n = t->runs - HEAD_RUNS < TAIL_RUNS ? t->runs - HEAD_RUNS : TAIL_RUNS;
+    if (t->omitted) {
+        vms__sb_str(t->b, "vmstack:  ... ");
+        vms__sb_dec(t->b, t->omitted);
+        vms__sb_str(t->b, " frames not shown ...\n");
+    }
+    first = t->runs - n;
+    for (unsigned i = 0; i < n; i++)
+        put_run(t->b, &t->tail[(first + i - HEAD_RUNS) % TAIL_RUNS]);
+}
+
+/* The top of the walk: the stack's end when we know the stack. */
+static uintptr_t walk_limit(const struct vms_fault *f)
+{
+    return f->cls == VMS_FAULT_OVERFLOW ? f->hi : UINTPTR_MAX;
+}
+
+static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
+{
+    unw_cursor_t c;
+    struct trace t = {.b = b};
+    uintptr_t limit = walk_limit(f);
+    unw_word_t ip, sp, prev_sp = 0;
+
+    vms__sb_str(b, "vmstack: Call Trace:\n");
+    if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0) {
+        add_frame(&t, f->ip);
+        end_trace(&t);
+        return;
+    }
+    for (long i = 0; i < MAX_FRAMES; i++) {
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0 || ip == 0)
+            break;
+        if (i > 0 && (sp <= prev_sp || sp > limit))
+            break;
+        add_frame(&t, ip);
+        prev_sp = sp;
+        if (unw_step(&c) <= 0)
+            break;
+    }
+    end_trace(&t);
+}
+
+/* ---- the report ---- */
+
+static void put_kib(struct vms_sbuf *b, uintptr_t bytes)
+{
+    vms__sb_dec(b, bytes >> 10);
+    vms__sb_str(b, " KiB");
+}
+
+static void put_range(struct vms_sbuf *b, uintptr_t lo, uintptr_t hi)
+{
+    vms__sb_hex(b, lo);
+    vms__sb_str(b, "..");
+    vms__sb_hex(b, hi);
+}
+
+static void put_overflow_head(struct vms_sbuf *b, const struct vms_fault *f)
+{
+    vms__sb_str(b, "vmstack: BUG: stack guard page was hit at ");
+    vms__sb_hex(b, f->addr);
+    vms__sb_str(b, " (stack is ");
+    put_range(b, f->lo, f->hi);
+    vms__sb_str(b, ")\nvmstack: ");
+    put_task(b, &f->owner, true);
+    vms__sb_str(b, "\nvmstack: stack ");
+    put_kib(b, f->hi - f->lo);
+    vms__sb_str(b, ", guard ");
+    put_kib(b, f->lo - f->guard_lo);
+    vms__sb_str(b, " at ");
+    put_range(b, f->guard_lo, f->lo);
+    vms__sb_str(b, "; sp is ");
+    vms__sb_dec(b, f->hi - f->sp);
+    vms__sb_str(b, " bytes below the top\n");
+}
+
+static void put_wild_head(struct vms_sbuf *b, const struct vms_fault *f)
+{
+    vms__sb_str(b, "vmstack: BUG: wild access to a stack guard page at ");
+    vms__sb_hex(b, f->addr);
+    vms__sb_str(b, " (stack is ");
+    put_range(b, f->lo, f->hi);
+    vms__sb_str(b, ")\nvmstack: the stack belongs to ");
+    if (f->owned)
+        put_task(b, &f->owner, false);
+    else
+        vms__sb_str(b, "nobody: it is free");
+    vms__sb_str(b, "\nvmstack: accessed by ");
+    if (f->by_known) {
+        put_task(b, &f->by, true);
+    } else {
+        put_this_thread(b);
+        vms__sb_str(b, ", sp on no known stack");
+    }
+    vms__sb_str(b, "\n");
+}
+
+void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
+{
+    if (f->cls == VMS_FAULT_OVERFLOW)
+        put_overflow_head(b, f);
+    else
+        put_wild_head(b, f);
+    vms__sb_str(b, "vmstack: ip ");
+    vms__sb_hex(b, f->ip);
+    vms__sb_str(b, " sp ");
+    vms__sb_hex(b, f->sp);
+    vms__sb_str(b, " bp ");
+    vms__sb_hex(b, f->bp);
+    vms__sb_str(b, "\n");
+    put_trace(b, f);
+}
+
+void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, bool killed)
+{
+    if (f->cls == VMS_FAULT_WILD) {
+        vms__sb_str(b, f->signo == SIGBUS ? "vmstack: not an overflow: passing SIGBUS on\n"
+                                          : "vmstack: not an overflow: passing SIGSEGV on\n");
+    } else if (killed) {
+        vms__sb_str(b, "vmstack: killed fiber '");
+        put_name(b, f->owner.name, sizeof f->owner.name);
+        vms__sb_str(b, "'\n");
+    } else {
+        vms__sb_str(b, "vmstack: aborting\n");
+    }
+}
+
+/* ---- where reports go ---- */
+
+struct sink {
+    int fd;
+    void (*fn)(const char *text, size_t len, void *arg);
+    void *arg;
+};
+
+static _Atomic(const struct sink *) sink;
+static struct sink sinks[2];   /* the one in use and the next, swapped on change */
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic pid_t writer;   /* tid of the thread writing a report, or 0 */
+
+static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg)
+{
+    struct sink *next;
+
+    pthread_mutex_lock(&sink_lock);
+    next = atomic_load_explicit(&sink, memory_order_relaxed) == &sinks[0] ? &sinks[1] : &sinks[0];
+    next->fd = fd;
+    next->fn = fn;
+    next->arg = arg;
+    atomic_store_explicit(&sink, next, memory_order_release);
+    pthread_mutex_unlock(&sink_lock);
+}
+
+int vms_set_report_fd(int fd)
+{
+    if (fd < 0)
+        return vms__fail(EBADF, "report fd %d: not a file descriptor", fd);
+    set_sink(fd, NULL, NULL);
+    return 0;
+}
+
+void vms_set_report_callback(void (*fn)(const char *text, size_t len, void *arg), void *arg)
+{
+    set_sink(2, fn, arg);
+}
+
+static void write_all(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/*
+ * The spin is bounded: a writer that never finishes (its fd blocks forever)
+ * must not cost another thread its report, only its ordering.
+ */
+void vms__report_emit(const char *text, size_t len)
+{
+    const struct sink *s = atomic_load_explicit(&sink, memory_order_acquire);
+    pid_t me = gettid(), free_ = 0;
+    bool owner = false;
+
+    for (long spins = 0; spins < 1000000; spins++) {
+        if (atomic_compare_exchange_weak_explicit(&writer, &free_, me, memory_order_acquire, memory_order_relaxed)) {
+            owner = true;
+            break;
+        }
+        if (free_ == me) /* a report from a handler that interrupted our own */
+            break;
+        free_ = 0;
+        sched_yield();
+    }
+    if (s && s->fn)
+        s->fn(text, len, s->arg);
+    else
+        write_all(s ? s->fd : 2, text, len);
+    if (owner)
+        atomic_store_explicit(&writer, 0, memory_order_release);
+}

@@ -1,0 +1,417 @@
+/*
+ * libvmstack-preload.so: 'vmstack run' for unmodified programs.
+ *
+ * Interposes pthread_create so that threads run on guarded vmstack stacks
+ * (or, when they bring their own stack, keep it and are registered for
+ * fault classification as "user stack"), and the join and detach calls so
+ * that those stacks are freed when the thread is really gone.  Every
+ * thread, the main one included, gets an alternate signal stack and a
+ * task record, so that an overflow anywhere gives the overflow report.
+ * Each thread's peak stack use is measured once it is gone (see
+ * vms__run_finished in preload.h); the table is printed at exit and on
+ * demand (runtable.c).
+ *
+ * The real pthread calls are found with dlsym(RTLD_NEXT) on first use, not
+ * only in the constructor: another library's constructor may create a
+ * thread before ours ran.
+ */
+#include "preload/preload.h"
+#include "trace/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ERR_FD_MIN 200       /* where the copy of stderr goes */
+#define ALTSTACK_SIZE ((size_t)1 << 20)
+
+struct run_opts vms__run_opts;
+
+static _Atomic int resolved;
+static bool active;            /* vmstack initialised: threads go on its stacks */
+static size_t default_stack;   /* glibc's default thread stack size */
+
+static int (*real_timedjoin)(pthread_t, void **, const struct timespec *);
+static int (*real_clockjoin)(pthread_t, void **, clockid_t, const struct timespec *);
+static int (*real_setname)(pthread_t, const char *);
+static void (*real_exit)(int);
+static void (*real_Exit)(int);
+
+static void *next_fn(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+
+    if (!p)
+        abort(); /* libc without the call we interpose: nothing sensible is left to do */
+    return p;
+}
+
+/* Idempotent, so a race between two first callers is harmless. */
+static void resolve(void)
+{
+    if (atomic_load_explicit(&resolved, memory_order_acquire))
+        return;
+    vms__pthread.create = next_fn("pthread_create");
+    vms__pthread.join = next_fn("pthread_join");
+    vms__pthread.tryjoin = next_fn("pthread_tryjoin_np");
+    vms__pthread.detach = next_fn("pthread_detach");
+    real_timedjoin = next_fn("pthread_timedjoin_np");
+    real_clockjoin = next_fn("pthread_clockjoin_np");
+    real_setname = next_fn("pthread_setname_np");
+    real_exit = next_fn("_exit");
+    real_Exit = next_fn("_Exit");
+    atomic_store_explicit(&resolved, 1, memory_order_release);
+}
+
+/* ---- options ---- */
+
+static size_t env_size(const char *name)
+{
+    const char *v = getenv(name);
+    size_t n = 0;
+
+    if (v && *v && vms__parse_size(v, &n))
+        n = 0; /* 'vmstack run' validated it; a hand-set bad value means "default" */
+    return n;
+}
+
+static void read_options(void)
+{
+    const char *v;
+
+    vms__run_opts.stack_size = env_size("VMSTACK_RUN_STACK_SIZE");
+    vms__run_opts.json = (v = getenv("VMSTACK_RUN_JSON")) && !strcmp(v, "1");
+    vms__run_opts.output = (v = getenv("VMSTACK_RUN_OUTPUT")) && *v ? v : NULL;
+    vms__run_opts.report_signal = (v = getenv("VMSTACK_RUN_REPORT_SIGNAL")) ? atoi(v) : 0;
+    vms__run_opts.pid = (v = getenv("VMSTACK_RUN_PID")) ? (pid_t)atol(v) : 0;
+    /*
+     * A copy of stderr, out of the way of the program's descriptors: many
+     * programs close stderr at exit (coreutils' close_stdout), before our
+     * destructor prints the table.
+     */
+    vms__run_opts.err_fd = fcntl(2, F_DUPFD_CLOEXEC, ERR_FD_MIN);
+    if (vms__run_opts.err_fd < 0)
+        vms__run_opts.err_fd = 2;
+}
+
+/* ---- threads ---- */
+
+/*
+ * The calling thread's name, which a thread it creates inherits from the
+ * kernel: asked once per thread, then kept up to date by
+ * pthread_setname_np below (a direct prctl(PR_SET_NAME) is not seen).
+ */
+static __thread char my_name[16];
+
+static const char *creator_name(void)
+{
+    if (!my_name[0])
+        prctl(PR_GET_NAME, my_name);
+    return my_name;
+}
+
+/* Round up to a page and to vmstack's minimum. */
+static size_t stack_size_for(const pthread_attr_t *attr)
+{
+    size_t size = 0, pg = vms__g.page;
+
+    if (attr)
+        pthread_attr_getstacksize(attr, &size);
+    if (size == 0 || size == default_stack)
+        size = vms__run_opts.stack_size ? vms__run_opts.stack_size : default_stack;
+    size = (size + pg - 1) & ~(pg - 1);
+    return size < VMS_MIN_STACK ? VMS_MIN_STACK : size;
+}
+
+/* Whether [lo, below) holds only zeros, so that the deepest non-zero word will be the thread's. */
+static bool zero_below(char *lo, char *below)
+{
+    uintptr_t pg = vms__g.page, a = ((uintptr_t)lo + pg - 1) & ~(pg - 1);
+    uintptr_t b = ((uintptr_t)below & ~(pg - 1)) - pg; /* a page of margin under our own frames */
+
+    return b <= a || vms__used_bytes((char *)a, b - a) == 0;
+}
+
+/* A stack vmstack did not allocate: find it (glibc's) and register it for fault classification. */
+static void foreign_stack_started(struct run_thread *t, char *frame)
+{
+    struct vms_task task = { .kind = VMS_TASK_THREAD, .id = (uint64_t)t->tid, .start = (void *)t->fn };
+    pthread_attr_t a;
+
+    if (!t->user_stack && pthread_getattr_np(pthread_self(), &a) == 0) {
+        void *lo;
+        size_t size;
+        pthread_attr_getstack(&a, &lo, &size);
+        pthread_attr_getguardsize(&a, &t->guard);
+        pthread_attr_destroy(&a);
+        t->lo = lo;
+        t->hi = (char *)lo + size;
+    }
+    if (!t->lo)
+        return;
+    t->measurable = zero_below(t->lo, frame);
+    memcpy(task.name, t->name, sizeof t->name);
+    /* A user stack has no known guard: a fault within a page below it counts as its overflow. */
+    t->reg = vms__stack_register(t->lo, t->hi, t->user_stack ? vms__g.page : t->guard, &task);
+}
+
+static void thread_started(struct run_thread *t, char *frame)
+{
+    t->self = pthread_self();
+    memcpy(my_name, t->name, sizeof my_name);
+    if (t->task) {
+        t->tid = (pid_t)t->task->id; /* vms__thread_begin asked the kernel already */
+        t->measurable = true;        /* fresh or zeroed by vms__thread_release */
+    } else {
+        t->tid = gettid();
+        foreign_stack_started(t, frame);
+    }
+    if (t->hi)
+        t->top = (size_t)(t->hi - frame);
+    vms__run_live(t);
+    /* 'vmstack trace' puts a tripwire on the thread's stack (tracepreload.c). */
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+        vms__trace_run_thread(t);
+}
+
+static void thread_finished(void *p)
+{
+    struct run_thread *t = p;
+
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+        vms__trace_end(); /* its tripwire off, its deepest chain kept */
+    if (t->task) {
+        vms__run_ended(t); /* measured when its stack is freed */
+        return;
+    }
+    t->peak = vms__run_measure(t);
+    if (t->reg >= 0)
+        vms__stack_unregister(t->reg);
+    vms__run_finished(t);
+}
+
+static void *run_entry(void *p)
+{
+    struct run_thread *t = p;
+    void *ret;
+
+    vms__thread_begin(t->task);
+    thread_started(t, __builtin_frame_address(0));
+    /* Also runs when the thread calls pthread_exit or is cancelled. */
+    pthread_cleanup_push(thread_finished, t);
+    ret = t->fn(t->arg);
+    pthread_cleanup_pop(1);
+    return ret;
+}
+
+/* On a vmstack stack; EINVAL when glibc will not take it (static TLS too large for it). */
+static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthread_attr_t *attr)
+{
+    int rc;
+
+    if (vms_stack_alloc(&t->st, stack_size_for(attr)))
+        return EINVAL;
+    t->lo = t->st.base;
+    t->hi = vms_stack_top(&t->st);
+    t->guard = t->st.guard_size;
+    t->task = vms__task_of(&t->st);
+    t->task->owner = t;
+    memcpy(t->task->name, t->name, sizeof t->name);
+    if ((rc = -vms__thread_start_on(thread, attr, &t->st, run_entry, t, NULL, (void *)t->fn))) {
+        vms_stack_free(&t->st);
+        t->st.base = NULL;
+        t->task = NULL;
+        t->lo = t->hi = NULL;
+    }
+    return rc;
+}
+
+VMS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    struct run_thread *t;
+    void *own;
+    int rc;
+
+    resolve();
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+        vms__trace_prefault(); /* see trace/trace.h */
+    if (!active || !(t = calloc(1, sizeof *t)))
+        return vms__pthread.create(thread, attr, fn, arg);
+    *t = (struct run_thread){ .fn = fn, .arg = arg, .reg = -1, .count = 1 };
+    memcpy(t->name, creator_name(), sizeof t->name);
+    if ((own = vms__attr_stackaddr(attr))) {
+        size_t size = 0;
+        pthread_attr_getstacksize(attr, &size);
+        t->user_stack = true;
+        t->hi = own;
+        t->lo = (char *)own - size;
+        rc = vms__pthread.create(thread, attr, run_entry, t);
+    } else if ((rc = create_on_vmstack(t, thread, attr)) == EINVAL) {
+        /* No vmstack stack (size out of range, too many sizes, memory): glibc's, still registered. */
+        rc = vms__pthread.create(thread, attr, run_entry, t);
+    }
+    if (rc)
+        free(t);
+    return rc;
+}
+
+VMS_API int pthread_join(pthread_t t, void **ret)
+{
+    resolve();
+    return -vms__thread_join(t, ret, vms__pthread.join);
+}
+
+VMS_API int pthread_tryjoin_np(pthread_t t, void **ret)
+{
+    resolve();
+    return -vms__thread_join(t, ret, vms__pthread.tryjoin);
+}
+
+/* The timed joins: as vms__thread_join, with their extra arguments. */
+static int joined(int rc, int ours, vms_stack *st)
+{
+    if (rc == 0 && ours)
+        vms__thread_release(st);
+    return rc;
+}
+
+VMS_API int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abstime)
+{
+    vms_stack st;
+    int ours;
+
+    resolve();
+    ours = vms_on_stack((void *)t, &st);
+    return joined(real_timedjoin(t, ret, abstime), ours, &st);
+}
+
+VMS_API int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock, const struct timespec *abstime)
+{
+    vms_stack st;
+    int ours;
+
+    resolve();
+    ours = vms_on_stack((void *)t, &st);
+    return joined(real_clockjoin(t, ret, clock, abstime), ours, &st);
+}
+
+VMS_API int pthread_detach(pthread_t t)
+{
+    resolve();
+    return -vms_thread_detach(t);
+}
+
+/* Keeps the task record's name, which the overflow report shows, in step. */
+VMS_API int pthread_setname_np(pthread_t t, const char *name)
+{
+    vms_stack st;
+    int rc;
+
+    resolve();
+    rc = real_setname(t, name);
+    if (rc)
+        return rc;
+    if (pthread_equal(t, pthread_self()))
+        strncpy(my_name, name, sizeof my_name - 1);
+    vms__run_rename(t, name);
+    if (vms_on_stack((void *)t, &st)) {
+        struct vms_task *task = vms__task_of(&st);
+        if (task)
+            strncpy(task->name, name, sizeof task->name - 1);
+    }
+    return rc;
+}
+
+/* ---- the main thread, start and end ---- */
+
+/* Registers the main thread's stack: [stack] up to where RLIMIT_STACK lets it grow. */
+static void main_thread_register(void)
+{
+    struct vms_task task = { .kind = VMS_TASK_THREAD, .id = (uint64_t)getpid() };
+    struct rlimit rl;
+    char *lo, *hi;
+
+    if (vms__run_main_stack(&lo, &hi) || getrlimit(RLIMIT_STACK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur > (rlim_t)(hi - (char *)0))
+        return; /* no limit: no lowest address, nothing to classify against */
+    prctl(PR_GET_NAME, task.name);
+    vms__stack_register(hi - rl.rlim_cur, hi, MAIN_GUARD_PAGES * vms__g.page, &task);
+}
+
+/* The overflow handler, behind which the program's own handlers are kept. */
+static int fault_init(void)
+{
+    vms__sigchain_init();
+    if (vms__fault_thread_init()) {
+        vms__sigchain_undo();
+        return -1;
+    }
+    vms__sigchain_start();
+    return 0;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+    vms_config cfg;
+    pthread_attr_t a;
+
+    resolve();
+    read_options();
+    vms_config_defaults(&cfg);
+    if (vms_config_from_env(&cfg))
+        return; /* bad VMSTACK_* settings: run the program untouched */
+    /*
+     * Reused thread stacks start zeroed, so that every thread's peak is its
+     * own: vms__run_released measures a thread's stack once the thread is
+     * gone and zeroes what it used (looking from the top: one mincore call
+     * even for 8 MiB stacks), rather than the caches' scrub.
+     */
+    vms__thread_ended = vms__run_released;
+    /*
+     * Thread stacks get explicit sizes; the default size is only that of
+     * the alternate signal stacks.  Larger than the 64 KiB they need, so
+     * that a chunk of their region is ~30 slots, not ~400 slots each
+     * guarded at start-up; only touched pages cost memory.
+     */
+    cfg.stack_size = ALTSTACK_SIZE;
+    if (pthread_getattr_default_np(&a) == 0) {
+        pthread_attr_getstacksize(&a, &default_stack);
+        pthread_attr_destroy(&a);
+    }
+    if (vms_init(&cfg) || !default_stack || fault_init())
+        return; /* the program runs untouched */
+    main_thread_register();
+    if (vms__run_opts.report_signal)
+        vms__run_signal_init();
+    vms__trace_preload_init(); /* on when VMSTACK_RUN_TRACE=1 */
+    active = true;
+}
+
+__attribute__((destructor)) static void preload_fini(void)
+{
+    if (active)
+        vms__run_exit_table();
+}
+
+/* Programs that end with _exit (shells do) skip destructors: the table comes here. */
+VMS_API _Noreturn void _exit(int status)
+{
+    resolve();
+    preload_fini();
+    real_exit(status);
+    __builtin_unreachable();
+}
+
+VMS_API _Noreturn void _Exit(int status)
+{
+    resolve();
+    preload_fini();
+    real_Exit(status);
+    __builtin_unreachable();
+}

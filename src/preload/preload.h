@@ -1,0 +1,103 @@
+/*
+ * The preload layer: what libvmstack-preload.so adds to the library for
+ * 'vmstack run' and 'vmstack trace'.  preload.c (the interposed pthread
+ * calls, the threads' lives, the options), runtable.c (the usage table),
+ * sigchain.c (the program's own SIGSEGV handlers) and tracepreload.c (the
+ * tracer's front end, on the same options and thread records).  The top
+ * layer: may call every layer below.
+ */
+#ifndef VMS_PRELOAD_H
+#define VMS_PRELOAD_H
+
+#include "trace/trace.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define MAIN_GUARD_PAGES 256 /* the main thread's guard: the kernel's default stack_guard_gap */
+
+/*
+ * The options, from the environment that 'vmstack run' sets:
+ *   VMSTACK_RUN_STACK_SIZE     stack size of threads that ask for no size
+ *   VMSTACK_RUN_JSON=1         the table as JSON
+ *   VMSTACK_RUN_OUTPUT=FILE    the table replaces FILE (else: stderr)
+ *   VMSTACK_RUN_REPORT_SIGNAL  signal number that prints the table
+ *   VMSTACK_RUN_PID            the process that prints the table (the one
+ *                              'vmstack run' started; its children don't)
+ * and VMSTACK_GUARD_SIZE, VMSTACK_GUARD etc. for the library itself.
+ */
+struct run_opts {
+    size_t stack_size;  /* 0: glibc's default */
+    bool json;
+    const char *output;
+    int report_signal;  /* 0: none */
+    pid_t pid;          /* 0: any */
+    int err_fd;         /* the program's stderr, as it was at start */
+};
+extern struct run_opts vms__run_opts;
+
+/*
+ * One thread created by the program: its record while it runs, then its
+ * row of the table.  All fields are written by the thread itself (or its
+ * creator before it starts) and read by the table under the rows' lock.
+ */
+struct run_thread {
+    struct run_thread *next, *prev;   /* live list */
+    void *(*fn)(void *);
+    void *arg;
+    struct vms_task *task;            /* its slot's task record (vmstack stack) */
+    vms_stack st;                     /* st.base NULL: not a vmstack stack */
+    char *lo, *hi;                    /* usable bytes of the stack */
+    size_t guard;
+    size_t top;                       /* bytes above the start routine's frame */
+    size_t peak;                      /* deepest use, from hi; 0 = not measured */
+    unsigned long count;              /* threads this row stands for (folded rows) */
+    pthread_t self;
+    pid_t tid;
+    int reg;                          /* fault registry handle, or -1 */
+    bool user_stack;                  /* pthread_attr_setstack */
+    bool measurable;                  /* stack was zero below the start frame */
+    _Atomic bool ended;               /* its start routine returned; stack not yet freed */
+    bool listed;                      /* in the live list (it reached its start routine) */
+    char name[16];
+};
+
+/* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
+void vms__sigchain_init(void);  /* before the overflow handler is installed */
+void vms__sigchain_start(void); /* after: the program's sigaction calls are recorded */
+void vms__sigchain_undo(void);  /* the overflow handler could not be installed */
+
+/* runtable.c */
+void vms__run_live(struct run_thread *t);
+/*
+ * A thread's end.  A thread on a foreign stack is measured when its start
+ * routine returns (vms__run_finished: the program may reuse that stack
+ * right after); one on a vmstack stack once it is gone, when its stack is
+ * freed (vms__run_released, through vms__thread_ended: its peak then
+ * includes glibc's thread exit, and measuring and zeroing are one look at
+ * the stack), and is only marked ended before (vms__run_ended).
+ */
+void vms__run_finished(struct run_thread *t);
+void vms__run_ended(struct run_thread *t);
+void vms__run_released(vms_stack *st);
+/* pthread_setname_np on a thread of the table. */
+void vms__run_rename(pthread_t thread, const char *name);
+/* Deepest use of a thread's stack now, or 0 when it cannot be measured. */
+size_t vms__run_measure(const struct run_thread *t);
+/* Writes the table; why is "exit" or the signal's name. */
+void vms__run_table(const char *why);
+/* The table at exit, once, by the process 'vmstack run' started. */
+void vms__run_exit_table(void);
+/* Starts the helper thread that prints the table on opts.report_signal. */
+int vms__run_signal_init(void);
+/* The main thread's stack VMA ([stack] in /proc/self/maps). */
+int vms__run_main_stack(char **lo, char **hi);
+
+/* tracepreload.c: 'vmstack trace' in libvmstack-preload.so. */
+void vms__trace_preload_init(void);
+void vms__trace_run_thread(const struct run_thread *t);
+/* sigaction for the program's handlers while tracing: SA_ONSTACK added (see tracepreload.c). */
+int vms__trace_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
+                         int (*real)(int, const struct sigaction *, struct sigaction *));
+
+#endif

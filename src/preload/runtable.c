@@ -1,0 +1,565 @@
+/*
+ * The usage table of 'vmstack run': one row per thread (tid, name, start
+ * routine, stack size, guard, peak use, % used), the main thread included,
+ * at exit and on a signal; text or JSON, to stderr or replacing a file.
+ *
+ * Peak use is the distance from the top of the stack to its deepest
+ * non-zero word (vms__used_bytes: mincore, then a scan of the deepest
+ * resident page; no painting).  It counts what glibc keeps at the top of
+ * the stack (thread descriptor, static TLS, start_thread's frame; for the
+ * main thread the arguments, environment and auxiliary vector), because
+ * that too is what overflows: PEAK/STACK is how full the stack got.  The
+ * part above the start routine is reported as "tls_bytes" in JSON.
+ *
+ * A finished thread's row is kept; past ROWS_MAX rows, finished threads
+ * are folded into one row per start routine (count, deepest peak), so a
+ * program that makes millions of threads keeps a bounded table.
+ */
+#include "fault/fault.h"
+#include "preload/preload.h"
+#include "trace/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ROWS_MAX 4096
+
+extern void *__libc_stack_end; /* ld.so: the stack pointer the program started with */
+
+static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct run_thread *live;          /* running threads */
+static struct run_thread **done;         /* finished threads' rows */
+static size_t ndone, done_cap;
+static struct run_thread *folded;        /* past ROWS_MAX: one row per start routine */
+
+/* One line of the table, copied under the lock and printed after. */
+struct row {
+    pid_t tid;
+    unsigned long count;
+    char name[16];
+    void *start;
+    bool is_main, user_stack, running, measured;
+    size_t stack, guard, peak, top;
+};
+
+size_t vms__run_measure(const struct run_thread *t)
+{
+    uintptr_t pg = vms__g.page, lo = ((uintptr_t)t->lo + pg - 1) & ~(pg - 1);
+
+    if (!t->measurable || !t->hi || (uintptr_t)t->hi <= lo)
+        return 0;
+    /* Counted from hi whatever the alignment of lo. */
+    return vms__used_bytes_top((char *)lo, (uintptr_t)t->hi - lo);
+}
+
+void vms__run_live(struct run_thread *t)
+{
+    pthread_mutex_lock(&rows_lock);
+    t->prev = NULL;
+    t->next = live;
+    if (live)
+        live->prev = t;
+    live = t;
+    t->listed = true;
+    pthread_mutex_unlock(&rows_lock);
+}
+
+static void unlink_live(struct run_thread *t)
+{
+    if (!t->listed)
+        return;
+    t->listed = false;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        live = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+}
+
+void vms__run_rename(pthread_t thread, const char *name)
+{
+    pthread_mutex_lock(&rows_lock);
+    for (struct run_thread *t = live; t; t = t->next)
+        if (pthread_equal(t->self, thread)) {
+            strncpy(t->name, name, sizeof t->name - 1);
+            break;
+        }
+    pthread_mutex_unlock(&rows_lock);
+}
+
+/* Past ROWS_MAX: into the folded row of its start routine.  Returns true if t was consumed. */
+static bool fold(struct run_thread *t)
+{
+    struct run_thread *f;
+
+    if (ndone < ROWS_MAX)
+        return false;
+    for (f = folded; f && f->fn != t->fn; f = f->next)
+        ;
+    if (!f) {
+        t->next = folded;
+        folded = t;
+        return true;
+    }
+    f->count++;
+    if (t->peak > f->peak)
+        f->peak = t->peak;
+    free(t);
+    return true;
+}
+
+/* Moves a finished thread's row from the live list to the table; called with rows_lock held. */
+static void finish_locked(struct run_thread *t)
+{
+    unlink_live(t);
+    if (!fold(t)) {
+        if (ndone == done_cap) {
+            size_t cap = done_cap ? 2 * done_cap : 256;
+            struct run_thread **p = realloc(done, cap * sizeof *p);
+            if (p) {
+                done = p;
+                done_cap = cap;
+            }
+        }
+        if (ndone < done_cap)
+            done[ndone++] = t;
+        else
+            free(t); /* out of memory: the row is lost, the program goes on */
+    }
+}
+
+void vms__run_finished(struct run_thread *t)
+{
+    pthread_mutex_lock(&rows_lock);
+    finish_locked(t);
+    pthread_mutex_unlock(&rows_lock);
+}
+
+/* No lock: threads ending and starting must not wait on each other. */
+void vms__run_ended(struct run_thread *t)
+{
+    atomic_store_explicit(&t->ended, true, memory_order_relaxed);
+}
+
+/*
+ * Measuring and zeroing happen outside the lock, so that no thread waits
+ * on a mincore call; a table printed at that very moment may see this
+ * thread's stack half zeroed.  Zeroing only what was used keeps it cheap,
+ * and a stack that goes back to the kernel comes back zero-filled anyway.
+ */
+void vms__run_released(vms_stack *st)
+{
+    struct vms_task *task = vms__task_of(st);
+    struct run_thread *t = task ? task->owner : NULL;
+    size_t used = vms__used_bytes_top(st->base, st->size);
+
+    memset((char *)vms_stack_top(st) - used, 0, used);
+    if (!t)
+        return;
+    pthread_mutex_lock(&rows_lock);
+    t->peak = used;
+    memcpy(t->name, task->name, sizeof t->name - 1); /* kept up to date by pthread_setname_np */
+    finish_locked(t);
+    pthread_mutex_unlock(&rows_lock);
+}
+
+/* ---- collecting rows ---- */
+
+int vms__run_main_stack(char **lo, char **hi)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    char line[512];
+    int rc = -ENOENT;
+
+    if (!f)
+        return -errno;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "[stack]") && sscanf(line, "%p-%p", (void **)lo, (void **)hi) == 2) {
+            rc = 0;
+            break;
+        }
+    fclose(f);
+    return rc;
+}
+
+/* A thread's name as the kernel has it now; false (name untouched) if it is gone. */
+static bool task_comm(pid_t tid, char name[16])
+{
+    char path[64], buf[17];
+    ssize_t n = 0;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        n = read(fd, buf, 16);
+        close(fd);
+    }
+    if (n <= 0)
+        return false;
+    buf[n - 1] = '\0'; /* the newline */
+    memcpy(name, buf, (size_t)n);
+    return true;
+}
+
+static void main_row(struct row *r)
+{
+    struct rlimit rl;
+    char *lo, *hi;
+
+    memset(r, 0, sizeof *r);
+    r->is_main = true;
+    r->tid = getpid();
+    r->count = 1;
+    r->guard = MAIN_GUARD_PAGES * vms__g.page;
+    task_comm(r->tid, r->name);
+    if (vms__run_main_stack(&lo, &hi))
+        return;
+    r->stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : (size_t)(hi - lo);
+    r->peak = vms__used_bytes(lo, (size_t)(hi - lo));
+    r->top = (size_t)(hi - (char *)__libc_stack_end);
+    r->measured = true;
+}
+
+/* live: still in the live list (running, or ended with its stack not yet freed): measured now. */
+static void thread_row(struct row *r, const struct run_thread *t, bool live)
+{
+    bool running = live && !atomic_load_explicit(&t->ended, memory_order_relaxed);
+
+    *r = (struct row){
+        .tid = t->tid,
+        .count = t->count,
+        .start = (void *)t->fn,
+        .user_stack = t->user_stack,
+        .running = running,
+        .measured = t->measurable,
+        .stack = (size_t)(t->hi - t->lo),
+        .guard = t->user_stack ? 0 : t->guard,
+        .peak = live ? vms__run_measure(t) : t->peak,
+        .top = t->top,
+    };
+    memcpy(r->name, t->name, sizeof r->name);
+    if (running && t->tid)
+        task_comm(t->tid, r->name); /* the name it has now, however it was set */
+}
+
+static int by_tid(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+
+    if (x->is_main != y->is_main)
+        return x->is_main ? -1 : 1;
+    if ((x->count > 1) != (y->count > 1))
+        return x->count > 1 ? 1 : -1;
+    return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* All rows, sorted: main thread, threads by tid, folded rows.  NULL when out of memory. */
+static struct row *collect(size_t *n)
+{
+    struct row *rows;
+    size_t cap = 1, i = 0;
+    struct run_thread *t;
+
+    pthread_mutex_lock(&rows_lock);
+    for (t = live; t; t = t->next)
+        cap++;
+    for (t = folded; t; t = t->next)
+        cap++;
+    cap += ndone;
+    if ((rows = malloc(cap * sizeof *rows))) {
+        main_row(&rows[i++]);
+        for (t = live; t; t = t->next)
+            thread_row(&rows[i++], t, true);
+        for (size_t k = 0; k < ndone; k++)
+            thread_row(&rows[i++], done[k], false);
+        for (t = folded; t; t = t->next)
+            thread_row(&rows[i++], t, false);
+    }
+    pthread_mutex_unlock(&rows_lock);
+    if (rows)
+        qsort(rows, i, sizeof *rows, by_tid);
+    *n = i;
+    return rows;
+}
+
+/* ---- formatting ---- */
+
+static void symbolize(const struct row *r, char *buf, size_t n)
+{
+    struct vms_symres s;
+    Dl_info di;
+
+    if (r->is_main) {
+        snprintf(buf, n, "main");
+        return;
+    }
+    vms__symbols_lookup((uintptr_t)r->start, &s);
+    if (s.name && s.off == 0)
+        snprintf(buf, n, "%s", s.name);
+    else if (dladdr(r->start, &di) && di.dli_sname && di.dli_saddr == r->start)
+        snprintf(buf, n, "%s", di.dli_sname);
+    else if (s.module)
+        snprintf(buf, n, "%s+0x%lx", s.module, (unsigned long)s.modoff);
+    else
+        snprintf(buf, n, "%p", r->start);
+}
+
+/*
+ * Symbolized once per start routine in a row: thousands of rows often
+ * share a few.  Only used under out_lock; forgotten at each table.
+ */
+static struct {
+    bool valid, is_main;
+    void *start;
+    char name[128];
+} last;
+
+static void start_name(const struct row *r, char *buf, size_t n)
+{
+    if (!last.valid || r->start != last.start || r->is_main != last.is_main) {
+        symbolize(r, last.name, sizeof last.name);
+        last.start = r->start;
+        last.is_main = r->is_main;
+        last.valid = true;
+    }
+    snprintf(buf, n, "%s", last.name);
+}
+
+/* "8M", "64K", or bytes when not a whole number of KiB. */
+static const char *size_str(size_t v, char *buf, size_t n)
+{
+    if (v && v % (1u << 20) == 0)
+        snprintf(buf, n, "%zuM", v >> 20);
+    else if (v && v % 1024 == 0)
+        snprintf(buf, n, "%zuK", v >> 10);
+    else
+        snprintf(buf, n, "%zu", v);
+    return buf;
+}
+
+static double used_pct(const struct row *r)
+{
+    return r->stack ? 100.0 * (double)r->peak / (double)r->stack : 0.0;
+}
+
+static void text_row(FILE *f, const struct row *r)
+{
+    char start[128], tid[24], name[32], st[24], gd[24], peak[24], pct[16];
+
+    start_name(r, start, sizeof start);
+    snprintf(tid, sizeof tid, "%d", (int)r->tid);
+    snprintf(name, sizeof name, "%s", r->name);
+    if (r->count > 1) {
+        snprintf(tid, sizeof tid, "-");
+        snprintf(name, sizeof name, "(%lu threads)", r->count);
+    }
+    snprintf(peak, sizeof peak, r->measured ? "%zu" : "-", r->peak);
+    snprintf(pct, sizeof pct, r->measured ? "%.1f%%" : "-", used_pct(r));
+    fprintf(f, "%8s  %-15s  %-28s %7s %7s %9s %6s%s%s\n", tid, name, start, size_str(r->stack, st, sizeof st),
+            r->user_stack ? "-" : size_str(r->guard, gd, sizeof gd), peak, pct,
+            r->user_stack ? "  user stack" : "", r->running ? "  running" : "");
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_row(FILE *f, const struct row *r)
+{
+    char start[128];
+
+    start_name(r, start, sizeof start);
+    fprintf(f, "{\"tid\": %d, \"name\": ", (int)r->tid);
+    json_str(f, r->name);
+    fprintf(f, ", \"start\": ");
+    json_str(f, start);
+    fprintf(f, ", \"stack_size\": %zu, \"guard_size\": %zu, ", r->stack, r->user_stack ? 0 : r->guard);
+    if (r->measured)
+        fprintf(f, "\"peak_bytes\": %zu, \"used_pct\": %.2f, ", r->peak, used_pct(r));
+    else
+        fprintf(f, "\"peak_bytes\": null, \"used_pct\": null, ");
+    fprintf(f, "\"tls_bytes\": %zu, \"user_stack\": %s, \"running\": %s, \"count\": %lu}", r->top,
+            r->user_stack ? "true" : "false", r->running ? "true" : "false", r->count);
+}
+
+static void format(FILE *f, const struct row *rows, size_t n, const char *why)
+{
+    last.valid = false;
+    if (vms__run_opts.json) {
+        fprintf(f, "{\"pid\": %d, \"program\": ", (int)getpid());
+        json_str(f, program_invocation_short_name);
+        fprintf(f, ", \"when\": ");
+        json_str(f, why);
+        fprintf(f, ", \"threads\": [");
+        for (size_t i = 0; i < n; i++) {
+            fputs(i ? ",\n  " : "\n  ", f);
+            json_row(f, &rows[i]);
+        }
+        fprintf(f, "\n]}\n");
+        return;
+    }
+    fprintf(f, "vmstack run: stack usage of %s (pid %d) at %s\n", program_invocation_short_name, (int)getpid(), why);
+    fprintf(f, "%8s  %-15s  %-28s %7s %7s %9s %6s\n", "TID", "NAME", "START", "STACK", "GUARD", "PEAK", "USED%");
+    for (size_t i = 0; i < n; i++)
+        text_row(f, &rows[i]);
+}
+
+/* ---- output ---- */
+
+static void write_all(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        len -= (size_t)w;
+    }
+}
+
+/*
+ * Replaces the output file as a whole, so it never holds a partial table;
+ * but writes straight into what is not a regular file (/dev/stdout, a
+ * FIFO, /dev/null), which a rename would replace.
+ */
+static void write_file(const char *path, const char *text, size_t len)
+{
+    char tmp[4096];
+    struct stat sb;
+    int fd;
+
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+            dprintf(vms__run_opts.err_fd, "vmstack run: cannot write %s: %s\n", path, strerror(errno));
+            return;
+        }
+        write_all(fd, text, len);
+        close(fd);
+        return;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
+        dprintf(vms__run_opts.err_fd, "vmstack run: cannot write %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    write_all(fd, text, len);
+    close(fd);
+    if (rename(tmp, path)) {
+        dprintf(vms__run_opts.err_fd, "vmstack run: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+void vms__run_table(const char *why)
+{
+    static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+    char *text = NULL;
+    size_t len = 0, n;
+    struct row *rows;
+    FILE *f;
+
+    pthread_mutex_lock(&out_lock);
+    vms__symbols_snapshot();
+    if ((rows = collect(&n)) && (f = open_memstream(&text, &len))) {
+        format(f, rows, n, why);
+        /* 'vmstack trace' adds the deepest chains, in the same single write. */
+        if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+            vms__trace_format(f, why);
+        fclose(f);
+        /* One write, never mixed with the program's own buffered stderr. */
+        if (vms__run_opts.output)
+            write_file(vms__run_opts.output, text, len);
+        else
+            write_all(vms__run_opts.err_fd, text, len);
+    }
+    free(text);
+    free(rows);
+    pthread_mutex_unlock(&out_lock);
+}
+
+void vms__run_exit_table(void)
+{
+    static _Atomic int printed;
+
+    if ((vms__run_opts.pid && vms__run_opts.pid != getpid()) || atomic_exchange(&printed, 1))
+        return;
+    vms__run_table("exit");
+}
+
+/* ---- the table on a signal ---- */
+
+static int sig_pipe[2] = { -1, -1 };
+
+/* Async-signal-safe: only a write to the helper thread's pipe. */
+static void on_report_signal(int sig)
+{
+    int saved = errno;
+    char c = (char)sig;
+
+    if (write(sig_pipe[1], &c, 1) < 0) {
+        /* pipe full: a table is on its way anyway */
+    }
+    errno = saved;
+}
+
+static void *signal_helper(void *unused)
+{
+    char c, why[32];
+
+    (void)unused;
+    for (;;) {
+        ssize_t got = read(sig_pipe[0], &c, 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return NULL;
+        snprintf(why, sizeof why, "SIG%s", sigabbrev_np(vms__run_opts.report_signal));
+        vms__run_table(why);
+    }
+}
+
+int vms__run_signal_init(void)
+{
+    struct sigaction sa = { .sa_handler = on_report_signal, .sa_flags = SA_RESTART };
+    pthread_attr_t a;
+    sigset_t all;
+    pthread_t t;
+    int rc;
+
+    if (pipe2(sig_pipe, O_CLOEXEC))
+        return -errno;
+    fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
+    /* The helper takes none of the program's signals. */
+    sigfillset(&all);
+    pthread_attr_init(&a);
+    pthread_attr_setsigmask_np(&a, &all);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    rc = vms__pthread.create(&t, &a, signal_helper, NULL);
+    pthread_attr_destroy(&a);
+    if (rc)
+        return -rc;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(vms__run_opts.report_signal, &sa, NULL) ? -errno : 0;
+}

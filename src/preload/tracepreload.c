@@ -1,0 +1,144 @@
+/*
+ * 'vmstack trace' in libvmstack-preload.so: the options from the
+ * environment, and the tracer's start for the main thread and for each
+ * thread the program makes (preload.c calls in here when tracing is on).
+ *
+ *   VMSTACK_RUN_TRACE=1           trace (set by 'vmstack trace')
+ *   VMSTACK_TRACE_WARN_FRAME=N    report frames above N bytes
+ *   VMSTACK_TRACE_WARN_DEPTH=P    warn when a thread passes P% of its stack
+ *
+ * The report goes where the usage table goes (runtable.c), after it.
+ *
+ * SIGSEGV is never blocked in a traced process: a tripwire fault while it
+ * is blocked would kill the process (the kernel does not queue faults).
+ * Libraries that block all signals around pthread_create (liblzma does)
+ * have SIGSEGV left out of the set, here in pthread_sigmask and
+ * sigprocmask.  A program's own kill(SIGSEGV) thus arrives where it
+ * would have waited; nothing else changes.
+ *
+ * Signal handlers of the program are moved to the alternate signal stack
+ * (SA_ONSTACK): a signal frame is written below the stack pointer, and
+ * next to the tripwire it would not fit, so the kernel would drop the
+ * signal and send SIGSEGV instead.  Every traced thread has vmstack's
+ * alternate stack; handlers see no difference but the stack they run on.
+ */
+#include "preload/preload.h"
+#include "trace/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define MAIN_STACK_UNLIMITED ((size_t)8 << 20) /* the depth traced when RLIMIT_STACK is unlimited */
+
+/* The main thread's stack: from its top down to where RLIMIT_STACK lets it grow. */
+static void trace_main_thread(void)
+{
+    struct vms_task who = {.kind = VMS_TASK_THREAD, .id = (uint64_t)getpid()};
+    struct rlimit rl;
+    size_t size = MAIN_STACK_UNLIMITED;
+    char *lo, *hi;
+
+    if (vms__run_main_stack(&lo, &hi))
+        return;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        size = rl.rlim_cur & ~(vms__g.page - 1);
+    if (size > (size_t)(hi - (char *)0))
+        return;
+    prctl(PR_GET_NAME, who.name);
+    vms__trace_begin(hi - size, hi, true, &who);
+}
+
+static bool is_function(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
+}
+
+int vms__trace_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
+                         int (*real)(int, const struct sigaction *, struct sigaction *))
+{
+    struct sigaction sa = *act;
+
+    if (is_function(&sa))
+        sa.sa_flags |= SA_ONSTACK;
+    return real(sig, &sa, old);
+}
+
+/* Handlers installed before tracing began (by other libraries' constructors). */
+static void handlers_onstack(void)
+{
+    struct sigaction sa;
+
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGSEGV && sig != SIGBUS && sigaction(sig, NULL, &sa) == 0 && is_function(&sa) &&
+            !(sa.sa_flags & SA_ONSTACK))
+            sigaction(sig, &sa, NULL);
+}
+
+void vms__trace_preload_init(void)
+{
+    struct vms_trace_opts o = {0};
+    const char *v = getenv("VMSTACK_RUN_TRACE");
+
+    if (!v || strcmp(v, "1"))
+        return;
+    if ((v = getenv("VMSTACK_TRACE_WARN_FRAME")))
+        o.warn_frame = strtoul(v, NULL, 10);
+    if ((v = getenv("VMSTACK_TRACE_WARN_DEPTH")))
+        o.warn_depth = (unsigned)strtoul(v, NULL, 10);
+    if (vms__trace_configure(&o)) {
+        dprintf(vms__run_opts.err_fd, "vmstack trace: not tracing: %s\n", vms_last_error());
+        return;
+    }
+    handlers_onstack();
+    trace_main_thread();
+}
+
+/* The set without SIGSEGV when tracing and the call would block it; else set itself. */
+static const sigset_t *without_segv(int how, const sigset_t *set, sigset_t *copy)
+{
+    if (!set || how == SIG_UNBLOCK || !atomic_load_explicit(&vms__trace_armed, memory_order_relaxed) ||
+        sigismember(set, SIGSEGV) != 1)
+        return set;
+    *copy = *set;
+    sigdelset(copy, SIGSEGV);
+    return copy;
+}
+
+VMS_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    sigset_t copy;
+
+    if (!real && !(real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask")))
+        return EINVAL;
+    return real(how, without_segv(how, set, &copy), old);
+}
+
+VMS_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    sigset_t copy;
+
+    if (!real && !(real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask"))) {
+        errno = EINVAL;
+        return -1;
+    }
+    return real(how, without_segv(how, set, &copy), old);
+}
+
+/* A thread of the program, on its own stack; a stack it brought itself is left alone. */
+void vms__trace_run_thread(const struct run_thread *t)
+{
+    struct vms_task who = {.kind = VMS_TASK_THREAD, .id = (uint64_t)t->tid, .start = (void *)t->fn};
+
+    if (t->user_stack || !t->lo)
+        return;
+    memcpy(who.name, t->name, sizeof t->name);
+    vms__trace_begin(t->lo, t->hi, false, &who);
+}

@@ -1,0 +1,569 @@
+/*
+ * Fibers and the per-thread scheduler.
+ *
+ * A fiber's descriptor lives in the slot table next to its stack's entry
+ * (the kernel's thread_info moved off the stack); the stack holds only the
+ * fiber's own frames, the first switch frame at the top, and the canary at
+ * its lowest word (VMS_STACK_END_MAGIC, after the kernel's).
+ *
+ * Each thread has one scheduler: a ring of ready fibers and the "main"
+ * descriptor, the thread's own context.  The ring holds the running fiber
+ * too, at sched.ring, so a yield is a step along the ring and one switch,
+ * straight to the next fiber; round-robin in spawn order, and new or woken
+ * fibers join just behind the running one, as at the tail of a FIFO.  The
+ * main context is resumed when a fiber it joins has ended (it is put in the
+ * ring, and leaves it on arrival), or when the ring is empty, which is how
+ * vms_run() returns and how a deadlock is noticed.  The current context is
+ * recorded only once a switch has arrived, so a fault anywhere before that
+ * is charged to the fiber that made it.
+ *
+ * A fiber that ends cannot free the stack it is running on: it leaves itself
+ * in sched.dead, and whoever it switched to buries it.
+ */
+#include "task/task.h"
+#include "core/sanitizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Fiber ids are handed to threads in blocks, so spawning takes no atomic. */
+#define ID_BLOCK 1024
+/*
+ * Stack a fiber needs to switch away: probed before any scheduler state
+ * changes, so that an overflow in the switch hits the guard while the fiber
+ * can still be killed cleanly.  Sanitizer runtimes use more.
+ */
+#if defined(VMS_SAN_ADDRESS) || defined(VMS_SAN_THREAD)
+#define SWITCH_HEADROOM 8192
+#else
+#define SWITCH_HEADROOM 1024
+#endif
+
+struct vms_sched {
+    struct vms_fiber_desc *current;     /* &main or a fiber; NULL before first use */
+    struct vms_fiber_desc *ring;        /* the running or next ready fiber; NULL: none */
+    struct vms_fiber_desc *dead;        /* ended fiber just switched away from */
+    struct vms_fiber_desc main;         /* the thread's own context */
+    uint64_t serial;                    /* owner tag of this thread's fibers */
+    uint64_t next_id, id_end;           /* this thread's block of fiber ids */
+    bool valgrind;
+    vms_sched_stats stats;
+};
+
+static __attribute__((tls_model("initial-exec"))) _Thread_local struct vms_sched sched;
+static _Atomic uint64_t next_id_block = 1;
+static _Atomic uint64_t next_serial = 1;
+
+_Noreturn void vms__fiber_main(struct vms_fiber_desc *f);
+
+static struct vms_sched *sched_get(void)
+{
+    struct vms_sched *s = &sched;
+
+    if (__builtin_expect(!s->current, 0)) {
+        s->current = &s->main;
+        s->main.san_tsan = vms__san_thread_fiber();
+        s->serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
+        s->valgrind = vms__san_on_valgrind();
+    }
+    return s;
+}
+
+static inline bool in_fiber(const struct vms_sched *s)
+{
+    return s->current && s->current != &s->main;
+}
+
+static uint64_t new_id(struct vms_sched *s)
+{
+    if (s->next_id == s->id_end) {
+        s->next_id = atomic_fetch_add_explicit(&next_id_block, ID_BLOCK, memory_order_relaxed);
+        s->id_end = s->next_id + ID_BLOCK;
+    }
+    return s->next_id++;
+}
+
+_Atomic vms_fiber_hook vms__fiber_start_hook, vms__fiber_end_hook;
+
+/* ---- the ring of ready fibers ---- */
+
+/* Makes f ready: last in turn, just behind the running (or next) fiber. */
+static inline void ring_add(struct vms_sched *s, struct vms_fiber_desc *f)
+{
+    struct vms_fiber_desc *head = s->ring;
+
+    if (!head) {
+        f->next = f->prev = f;
+        s->ring = f;
+        return;
+    }
+    f->next = head;
+    f->prev = head->prev;
+    head->prev->next = f;
+    head->prev = f;
+}
+
+/* Takes f out of the ring (it blocks, ends, or is main arriving); the next in turn goes first. */
+static inline void ring_del(struct vms_sched *s, struct vms_fiber_desc *f)
+{
+    if (f->next == f) {
+        s->ring = NULL;
+        return;
+    }
+    f->prev->next = f->next;
+    f->next->prev = f->prev;
+    if (s->ring == f)
+        s->ring = f->next;
+}
+
+/* ---- canary and stack ---- */
+
+/* An asm load: under ASan the lowest word may lie in a deep frame's redzone. */
+static inline bool canary_ok(const struct vms_fiber_desc *f)
+{
+    uint64_t v;
+
+    __asm__("movq %1, %0" : "=r"(v) : "m"(*(const uint64_t *)f->base));
+    return v == VMS_STACK_END_MAGIC;
+}
+
+/* Touches the stack SWITCH_HEADROOM below the stack pointer (moved there, so valgrind sees no bad read). */
+static inline void stack_probe(void)
+{
+    __asm__ volatile("subq %0, %%rsp\n\t"
+                     "movq (%%rsp), %%rax\n\t"
+                     "addq %0, %%rsp"
+                     :
+                     : "i"(SWITCH_HEADROOM)
+                     : "rax");
+}
+
+/* The first switch frame (see switch-x86_64.S): vms__fiber_entry with f in r12. */
+static void frame_init(struct vms_fiber_desc *f)
+{
+    uint64_t *sp = (uint64_t *)(f->base + f->size) - 8;
+    uint32_t mxcsr;
+    uint16_t fpucw;
+
+    /* The spawner's floating-point control state, as Boost's make_fcontext does. */
+    __asm__("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpucw));
+    sp[0] = mxcsr | (uint64_t)fpucw << 32;
+    sp[1] = (uintptr_t)f;
+    sp[2] = sp[3] = sp[4] = sp[5] = sp[6] = 0;
+    sp[7] = (uintptr_t)vms__fiber_entry;
+    f->sp = sp;
+}
+
+/* ---- switching ---- */
+
+/* Bury a fiber that ended in the switch that brought us here. */
+static void bury(struct vms_sched *s);
+
+/* First thing on arrival in a context, whether resumed or new. */
+static inline void arrived(struct vms_sched *s, struct vms_fiber_desc *self)
+{
+    const void *base = NULL;
+    size_t size = 0;
+
+    vms__san_arrive(self->san_fake, &base, &size);
+    /* s->current is still the context we left; ASan tells us the bounds of the thread's own stack. */
+    if (base && s->current == &s->main) {
+        s->main.base = (char *)base;
+        s->main.size = size;
+    }
+    s->current = self;
+    if (__builtin_expect(s->dead != NULL, 0))
+        bury(s);
+}
+
+static inline void switch_to(struct vms_sched *s, struct vms_fiber_desc *from, struct vms_fiber_desc *to)
+{
+    s->stats.switches++;
+    vms__san_leave(from->ended ? NULL : &from->san_fake, to->base, to->size);
+    vms__san_switch_to(to->san_tsan);
+    vms__switch(&from->sp, to->sp);
+    arrived(s, from);
+}
+
+/* Gives the stack back; the descriptor and its handle are dead after this. */
+static void release(struct vms_fiber_desc *f)
+{
+    vms__san_stack_reset(f->base, f->size);
+    atomic_store_explicit(&f->id, 0, memory_order_relaxed);
+    if (f->owns_stack) {
+        /* A killed fiber's stack is full of its abandoned frames: wiped, as the kernel's are. */
+        if (f->end != VMS_FIBER_RETURNED)
+            vms__os_release(f->base, f->size);
+        vms_stack_free(&f->stack);
+    } else {
+        vms__san_stack_deregister(f->vg_id);
+        f->vg_id = 0;
+    }
+}
+
+static void bury(struct vms_sched *s)
+{
+    struct vms_fiber_desc *f = s->dead;
+
+    s->dead = NULL;
+    vms__san_fiber_destroy(f->san_tsan);
+    f->san_tsan = NULL;
+    if (f->detached)
+        release(f);
+}
+
+/* Ends the running fiber f and switches to the next ready one, or main. */
+static _Noreturn void finish(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_end end)
+{
+    vms_fiber_hook end_hook = atomic_load_explicit(&vms__fiber_end_hook, memory_order_relaxed);
+
+    if (end_hook)
+        end_hook(f);
+    f->end = (uint8_t)end;
+    f->ended = true;
+    s->stats.live--;
+    if (end == VMS_FIBER_RETURNED)
+        s->stats.returned++;
+    else
+        s->stats.killed++;
+    ring_del(s, f);
+    if (f->joiner)
+        ring_add(s, f->joiner);
+    s->dead = f;
+    switch_to(s, f, s->ring ? s->ring : &s->main);
+    abort(); /* nobody switches to an ended fiber */
+}
+
+static _Noreturn void kill_fiber(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_end end)
+{
+    /* A fault inside the hook comes back here: run it once. */
+    if (!f->dying) {
+        f->dying = true;
+        if (f->on_kill)
+            f->on_kill(f->on_kill_arg);
+    }
+    f->arg = NULL;
+    finish(s, f, end);
+}
+
+/* The kernel's "corrupted stack end detected inside scheduler", then the kill. */
+static _Noreturn void canary_kill(struct vms_sched *s, struct vms_fiber_desc *f)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "vmstack: BUG: corrupted stack end detected inside scheduler: fiber '%s' (id %llu), "
+                     "stack %p-%p; killed fiber '%s'\n",
+                     f->task->name, (unsigned long long)f->task->id, (void *)f->base, (void *)(f->base + f->size),
+                     f->task->name);
+
+    if (n > (int)sizeof line - 1)
+        n = (int)sizeof line - 1;
+    (void)!write(STDERR_FILENO, line, (size_t)n);
+    kill_fiber(s, f, VMS_FIBER_KILLED_CANARY);
+}
+
+/* Before the running fiber switches away: room to do so, and an intact canary. */
+static inline void leave_check(struct vms_sched *s, struct vms_fiber_desc *cur)
+{
+    stack_probe();
+    if (__builtin_expect(!canary_ok(cur), 0))
+        canary_kill(s, cur);
+}
+
+_Noreturn void vms__fiber_main(struct vms_fiber_desc *f)
+{
+    struct vms_sched *s = &sched;
+
+    arrived(s, f);
+    f->arg = f->fn(f->arg);
+    if (!canary_ok(f))
+        canary_kill(s, f);
+    finish(s, f, VMS_FIBER_RETURNED);
+}
+
+/* Not instrumented: its frame lies among the poisoned redzones of abandoned frames. */
+__attribute__((no_sanitize_address)) _Noreturn void vms__fiber_kill_current(int status)
+{
+    struct vms_sched *s = &sched;
+    struct vms_fiber_desc *f = s->current;
+
+    if (!in_fiber(s))
+        abort();
+    vms__san_stack_reset(f->base, f->size);
+    kill_fiber(s, f, (vms_fiber_end)status);
+}
+
+struct vms_fiber_desc *vms__fiber_current(void)
+{
+    return in_fiber(&sched) ? sched.current : NULL;
+}
+
+/* ---- spawning ---- */
+
+static void set_name(char *dst, const char *src)
+{
+    size_t i = 0;
+
+    for (; src[i] && i < sizeof ((struct vms_task *)0)->name - 1; i++)
+        dst[i] = src[i];
+    dst[i] = 0;
+}
+
+static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
+                  void *(*fn)(void *), void *arg, const vms_fiber_opts *opts)
+{
+    uint64_t id = new_id(s);
+    vms_fiber_hook start_hook;
+
+    f->base = base;
+    f->size = size;
+    f->fn = fn;
+    f->arg = arg;
+    f->joiner = NULL;
+    f->on_kill = NULL;
+    f->on_kill_arg = NULL;
+    f->task = task;
+    f->ended = f->dying = false;
+    f->detached = opts->detached != 0;
+    f->san_fake = NULL;
+    f->san_tsan = vms__san_fiber_create();
+    task->kind = VMS_TASK_FIBER;
+    task->id = id;
+    task->start = (void *)fn;
+    set_name(task->name, opts->name ? opts->name : "fiber");
+    *(uint64_t *)f->base = VMS_STACK_END_MAGIC;
+    frame_init(f);
+    if ((start_hook = atomic_load_explicit(&vms__fiber_start_hook, memory_order_relaxed)))
+        start_hook(f);
+    atomic_store_explicit(&f->owner, s->serial, memory_order_relaxed);
+    atomic_store_explicit(&f->id, id, memory_order_relaxed);
+    ring_add(s, f);
+    s->stats.spawned++;
+    if (++s->stats.live > s->stats.peak_live)
+        s->stats.peak_live = s->stats.live;
+}
+
+static const vms_fiber_opts no_opts;
+
+int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fiber_opts *opts)
+{
+    struct vms_sched *s = sched_get();
+    struct vms_fiber_desc *f;
+    struct vms_slot *slot;
+    vms_stack st;
+    int rc;
+
+    if (!opts)
+        opts = &no_opts;
+    if (!fn || (!h && !opts->detached))
+        return vms__fail(EINVAL, "vms_fiber_spawn: %s",
+                         !fn ? "no function to run" : "no place for the handle of a joinable fiber");
+    if ((rc = vms_stack_alloc(&st, opts->stack_size)))
+        return rc;
+    slot = vms__slot_of_id(st.id);
+    f = vms__slot_fiber(slot);
+    f->stack = st;
+    f->owns_stack = true;
+    f->ref = st.id;
+    /* Once per slot: the slot's stack never moves. */
+    if (s->valgrind && !f->vg_id)
+        f->vg_id = vms__san_stack_register(st.base, st.size);
+    start(s, f, &slot->task, st.base, st.size, fn, arg, opts);
+    if (h)
+        *h = (vms_fiber){ .id = atomic_load_explicit(&f->id, memory_order_relaxed), .ref = f->ref };
+    return 0;
+}
+
+int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
+                     void *(*fn)(void *), void *arg, const vms_fiber_opts *opts)
+{
+    struct vms_sched *s = sched_get();
+
+    if (!fn)
+        return vms__fail(EINVAL, "vms__fiber_start: no function to run");
+    f->owns_stack = false;
+    f->ref = VMS_FIBER_NOREF;
+    f->vg_id = s->valgrind ? vms__san_stack_register(base, size) : 0;
+    start(s, f, task, base, size, fn, arg, opts ? opts : &no_opts);
+    return 0;
+}
+
+/* ---- handles ---- */
+
+/* The descriptor of a handle of this thread's, or an error with its message. */
+static int lookup(struct vms_sched *s, vms_fiber h, struct vms_fiber_desc **out)
+{
+    struct vms_fiber_desc *f = NULL;
+    struct vms_slot *slot;
+
+    if (h.ref == VMS_FIBER_NOREF) {
+        if (in_fiber(s) && atomic_load_explicit(&s->current->id, memory_order_relaxed) == h.id)
+            f = s->current;
+    } else if ((slot = vms__slot_of_id(h.ref))) {
+        f = vms__slot_fiber(slot);
+    }
+    if (!f || h.id == 0)
+        return vms__fail(EINVAL, "not a fiber handle (id %llu): never spawned, or corrupted", (unsigned long long)h.id);
+    if (atomic_load_explicit(&f->id, memory_order_relaxed) != h.id)
+        return vms__fail(EALREADY, "fiber %llu was joined already (or was detached and has ended): stale handle",
+                         (unsigned long long)h.id);
+    if (atomic_load_explicit(&f->owner, memory_order_relaxed) != s->serial)
+        return vms__fail(EPERM, "fiber %llu belongs to another thread: a fiber stays on the thread that spawned it",
+                         (unsigned long long)h.id);
+    *out = f;
+    return 0;
+}
+
+vms_fiber vms_fiber_current(void)
+{
+    struct vms_sched *s = &sched;
+
+    if (!in_fiber(s))
+        return (vms_fiber){ 0, 0 };
+    return (vms_fiber){ .id = atomic_load_explicit(&s->current->id, memory_order_relaxed), .ref = s->current->ref };
+}
+
+const char *vms_fiber_name(vms_fiber h)
+{
+    struct vms_fiber_desc *f;
+    int rc = lookup(sched_get(), h, &f);
+
+    if (rc) {
+        errno = -rc;
+        return NULL;
+    }
+    return f->task->name;
+}
+
+int vms_fiber_stack(vms_fiber h, vms_stack *st)
+{
+    struct vms_fiber_desc *f;
+    int rc = lookup(sched_get(), h, &f);
+
+    if (rc)
+        return rc;
+    *st = f->owns_stack ? f->stack : (vms_stack){ .base = f->base, .size = f->size };
+    return 0;
+}
+
+int vms_fiber_on_kill(void (*fn)(void *), void *arg)
+{
+    struct vms_sched *s = &sched;
+
+    if (!in_fiber(s))
+        return vms__fail(EPERM, "vms_fiber_on_kill outside a fiber: only a fiber can set its kill hook");
+    s->current->on_kill = fn;
+    s->current->on_kill_arg = arg;
+    return 0;
+}
+
+void vms_sched_stats_get(vms_sched_stats *st)
+{
+    *st = sched.stats;
+}
+
+/* ---- scheduling ---- */
+
+int vms_yield(void)
+{
+    struct vms_sched *s = &sched;
+    struct vms_fiber_desc *cur = s->current, *next;
+
+    if (!in_fiber(s))
+        return vms__fail(EPERM, "vms_yield outside a fiber: the thread's own stack cannot yield; use vms_run");
+    leave_check(s, cur);
+    next = cur->next;
+    if (next == cur)
+        return 0;
+    s->ring = next;
+    switch_to(s, cur, next);
+    return 0;
+}
+
+static int deadlock(const struct vms_sched *s)
+{
+    return vms__fail(EDEADLK, "deadlock: the %zu live fibers of this thread all wait to join one another",
+                     s->stats.live);
+}
+
+/*
+ * Blocks the current context until f has ended.  A fiber sleeps; the main
+ * context runs the ready fibers, and gets control back with f still live
+ * only when nothing is ready any more: a deadlock.
+ */
+static int wait_end(struct vms_sched *s, struct vms_fiber_desc *f)
+{
+    struct vms_fiber_desc *self = s->current;
+    bool is_main = self == &s->main;
+
+    if (f->ended)
+        return 0;
+    if (f == self)
+        return vms__fail(EDEADLK, "fiber %llu '%s' tried to join itself", (unsigned long long)f->task->id,
+                         f->task->name);
+    if (f->joiner)
+        return vms__fail(EBUSY, "fiber %llu '%s' is already being joined by another fiber",
+                         (unsigned long long)f->task->id, f->task->name);
+    /* Cannot happen while joins are the only wait (f would be ready); never switch to ourselves. */
+    if (is_main && !s->ring)
+        return deadlock(s);
+    if (!is_main) {
+        leave_check(s, self);
+        ring_del(s, self);
+    }
+    f->joiner = self;
+    switch_to(s, self, s->ring ? s->ring : &s->main);
+    if (f->ended) {
+        /* Main was put in the ring to be woken; it runs outside it. */
+        if (is_main)
+            ring_del(s, self);
+        return 0;
+    }
+    f->joiner = NULL;
+    return deadlock(s);
+}
+
+static int join(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_status *st)
+{
+    int rc = wait_end(s, f);
+
+    if (rc)
+        return rc;
+    if (st)
+        *st = (vms_fiber_status){ .end = (vms_fiber_end)f->end, .result = f->arg };
+    release(f);
+    return 0;
+}
+
+int vms_fiber_join(vms_fiber h, vms_fiber_status *st)
+{
+    struct vms_sched *s = sched_get();
+    struct vms_fiber_desc *f;
+    int rc = lookup(s, h, &f);
+
+    if (rc)
+        return rc;
+    if (f->detached)
+        return vms__fail(EINVAL, "fiber %llu '%s' is detached: nobody can join it", (unsigned long long)h.id,
+                         f->task->name);
+    return join(s, f, st);
+}
+
+int vms__fiber_wait(struct vms_fiber_desc *f, vms_fiber_status *st)
+{
+    return join(sched_get(), f, st);
+}
+
+int vms_run(void)
+{
+    struct vms_sched *s = sched_get();
+
+    if (in_fiber(s))
+        return vms__fail(EPERM, "vms_run from a fiber: run the scheduler from the thread's own stack");
+    /* Back here once no fiber is ready: all ended, or all waiting. */
+    if (s->ring)
+        switch_to(s, &s->main, s->ring);
+    return s->stats.live ? deadlock(s) : 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * The task layer's interfaces: fibers and their per-thread scheduler
+ * (fiber.c, switch-x86_64.S) and threads on vmstack stacks (thread.c).
+ * May call core; reaches the layers above only through the hooks declared
+ * here, which they register.
+ */
+#ifndef VMS_TASK_H
+#define VMS_TASK_H
+
+#include "core/internal.h"
+
+/*
+ * A fiber, or a thread's own context as seen by its scheduler (the "main"
+ * descriptor).  Fibers on vmstack stacks keep it in their slot; nothing of
+ * it is ever stored on the fiber's stack.  Only the owning thread touches
+ * it, except id and owner, which other threads read to reject handles.
+ */
+struct vms_fiber_desc {
+    void *sp;                         /* saved stack pointer while switched out */
+    char *base;                       /* usable stack [base, base + size); canary at base */
+    size_t size;
+    struct vms_fiber_desc *next, *prev; /* ring of ready fibers */
+    struct vms_fiber_desc *joiner;    /* who waits in vms_fiber_join for it */
+    _Atomic uint64_t id;              /* 0 once joined (or reaped, detached) */
+    _Atomic uint64_t owner;           /* serial of the owning thread's scheduler */
+    void *(*fn)(void *);
+    void *arg;                        /* fn's argument, then its result */
+    void (*on_kill)(void *);
+    void *on_kill_arg;
+    struct vms_task *task;            /* name and id for reports */
+    vms_stack stack;                  /* the vmstack stack, when owns_stack */
+    uint32_t ref;                     /* handle's ref: stack id, or VMS_FIBER_NOREF */
+    uint8_t end;                      /* vms_fiber_end, once ended */
+    bool ended, detached, owns_stack, dying;
+    void *san_fake;                   /* ASan fake stack while switched out */
+    void *san_tsan;                   /* TSan fiber context */
+    unsigned vg_id;                   /* valgrind stack registration, 0: none */
+};
+
+_Static_assert(sizeof(struct vms_fiber_desc) <= VMS_SLOT_EXT_BYTES, "a fiber descriptor fits its slot");
+
+/* The fiber descriptor kept in a slot of the descriptor table. */
+static inline struct vms_fiber_desc *vms__slot_fiber(struct vms_slot *s)
+{
+    return (struct vms_fiber_desc *)(void *)s->task_ext;
+}
+
+/*
+ * Hooks the stack tracer registers when it is configured (NULL before):
+ * start runs for a fiber about to run for the first time, end for one
+ * ending, on its own stack.
+ */
+typedef void (*vms_fiber_hook)(const struct vms_fiber_desc *f);
+extern _Atomic vms_fiber_hook vms__fiber_start_hook, vms__fiber_end_hook;
+
+/*
+ * fiber.c, for the fault handler (a call down, not a hook).  Kills the calling thread's
+ * current fiber with status (a vms_fiber_end, VMS_FIBER_KILLED_*): runs its
+ * on_kill hook, marks it ended, wakes its joiner, and switches to the next
+ * ready fiber or the scheduler; the stack goes back to the cache when the
+ * fiber is joined (at once when detached).  Never returns.
+ *   - Runs as ordinary code on the dying fiber's own stack, NOT inside a
+ *     signal handler: the handler redirects the faulting context (RIP =
+ *     vms__fiber_kill_current, RDI = status, RSP = 16-byte aligned minus 8,
+ *     near the stack's top, which is intact) and returns, so the signal mask
+ *     is restored.  Anything deeper on the stack is abandoned.
+ *   - Only when vms__fiber_current() is the fiber whose stack overflowed;
+ *     with no current fiber it aborts.
+ *   - Needs about 1 KiB of stack plus what the on_kill hook uses.
+ *   - Reentrant for a fault inside the kill itself: the hook runs once.
+ * vms__fiber_current() is the calling thread's running fiber (NULL on the
+ * thread's own stack); a thread-local load, async-signal-safe.
+ */
+_Noreturn void vms__fiber_kill_current(int status);
+struct vms_fiber_desc *vms__fiber_current(void);
+
+/*
+ * fiber.c: fibers on stacks vmstack did not allocate, for the benchmarks'
+ * baselines (same scheduler and switch, other stack).  f and task are the
+ * caller's and must stay put until vms__fiber_wait returned; the handle of
+ * such a fiber has ref VMS_FIBER_NOREF and is not accepted by the public
+ * calls.  vms__fiber_wait is vms_fiber_join without freeing the stack.
+ */
+#define VMS_FIBER_NOREF UINT32_MAX
+int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
+                     void *(*fn)(void *), void *arg, const vms_fiber_opts *opts);
+int vms__fiber_wait(struct vms_fiber_desc *f, vms_fiber_status *st);
+
+/*
+ * switch-x86_64.S: saves the callee-saved state on the current stack, stores
+ * the stack pointer in *save_sp, and resumes the context saved at to_sp.
+ */
+void vms__switch(void **save_sp, void *to_sp);
+/* The first code of a fiber: the fiber's descriptor is in r12. */
+void vms__fiber_entry(void);
+
+/*
+ * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread
+ * calls thread.c makes: libc's, except in libvmstack-preload.so, which
+ * interposes them and points these past itself (dlsym RTLD_NEXT).
+ * vms__thread_start_on creates a thread on st (which the caller keeps on
+ * failure), fills its task record and puts a detached thread on the reap
+ * list; entry must call vms__thread_begin(task) first in the new thread.
+ * vms__thread_join joins with join and frees a vmstack stack;
+ * vms__thread_reap frees the stacks of finished detached threads.
+ * vms__thread_release frees a finished thread's stack, after calling
+ * vms__thread_ended on it when set (libvmstack-preload.so measures the
+ * thread's final peak there and zeroes what it used, so that the next
+ * thread's peak is its own).
+ */
+struct vms_pthread_fns {
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    int (*join)(pthread_t, void **);
+    int (*tryjoin)(pthread_t, void **);
+    int (*detach)(pthread_t);
+};
+extern struct vms_pthread_fns vms__pthread;
+int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st, void *(*entry)(void *),
+                         void *arg, const char *name, void *start);
+void vms__thread_begin(struct vms_task *task);
+int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **));
+void vms__thread_reap(void);
+void vms__thread_release(vms_stack *st);
+extern void (*vms__thread_ended)(vms_stack *st);
+void *vms__attr_stackaddr(const pthread_attr_t *attr);
+
+#endif

@@ -1,0 +1,245 @@
+/*
+ * Threads on vmstack stacks: pthread_create with pthread_attr_setstack on a
+ * guarded, cached stack, the task record filled for overflow reports, and
+ * the stack freed once the thread is really gone.
+ *
+ * glibc places the thread's descriptor (struct pthread) and its static TLS
+ * at the top of a stack given with pthread_attr_setstack, as it does on
+ * the stacks it maps itself, so a thread gets the same usable bytes either
+ * way.  It also means that glibc keeps writing to the stack until the
+ * kernel has cleared the descriptor's tid at the very end of the thread:
+ * the stack may be freed only after that.
+ *
+ * Joinable threads: pthread_join returns only after the kernel cleared the
+ * tid (CLONE_CHILD_CLEARTID), so vms_thread_join frees the stack right
+ * after it.  pthread_t is the address of the descriptor, which lies on the
+ * stack, so the stack of a thread is found with vms_on_stack(): no table.
+ *
+ * Detached threads: they are never detached in glibc's eyes.  A thread
+ * created detached, or detached later, stays joinable and goes on a reap
+ * list; every later thread creation tries pthread_tryjoin_np on a few
+ * (REAP_PER_CALL) entries of the list, round robin, which succeeds only
+ * once the kernel cleared the tid, and frees their stacks.  That is the
+ * kernel's own test (glibc's stack cache uses it too), through a public
+ * call: no knowledge of struct pthread's layout, no extra thread, no
+ * syscall.  A finished detached thread's stack waits for the next create,
+ * which is exactly when a stack is wanted again.  (Should that list not
+ * grow for want of memory, the thread's stack is never freed: a leak, not
+ * a use after free.)
+ */
+#include "task/task.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define REAP_PER_CALL 4 /* detached threads looked at per create */
+
+struct vms_pthread_fns vms__pthread = {
+    .create = pthread_create,
+    .join = pthread_join,
+    .tryjoin = pthread_tryjoin_np,
+    .detach = pthread_detach,
+};
+
+void (*vms__thread_ended)(vms_stack *st);
+
+/* What the new thread needs from its creator; freed by the new thread. */
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    struct vms_task *task;
+};
+
+/* A finished thread's stack back to the caches (the kernel cleared its tid: glibc is done with it). */
+void vms__thread_release(vms_stack *st)
+{
+    if (vms__thread_ended)
+        vms__thread_ended(st);
+    vms_stack_free(st);
+}
+
+/* ---- the reap list of detached threads ---- */
+
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t *reap;
+static size_t reap_n, reap_cap, reap_next;
+static _Atomic size_t reap_count; /* reap_n, read without the lock */
+
+static int reap_push(pthread_t t)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&reap_lock);
+    if (reap_n == reap_cap) {
+        size_t cap = reap_cap ? 2 * reap_cap : 64;
+        pthread_t *p = realloc(reap, cap * sizeof *p);
+        if (p) {
+            reap = p;
+            reap_cap = cap;
+        }
+    }
+    if (reap_n < reap_cap) {
+        reap[reap_n++] = t;
+        atomic_store_explicit(&reap_count, reap_n, memory_order_relaxed);
+    } else {
+        rc = vms__fail(ENOMEM, "out of memory for the list of detached threads");
+    }
+    pthread_mutex_unlock(&reap_lock);
+    return rc;
+}
+
+/* Joins and frees what finished among a few detached threads, round robin. */
+void vms__thread_reap(void)
+{
+    if (!atomic_load_explicit(&reap_count, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&reap_lock);
+    for (int k = 0; k < REAP_PER_CALL && reap_n; k++) {
+        size_t i = reap_next++ % reap_n;
+        vms_stack st;
+        int ours = vms_on_stack((void *)reap[i], &st);
+        if (ours && vms__pthread.tryjoin(reap[i], NULL))
+            continue; /* still running, or glibc still on its way out */
+        if (ours)
+            vms__thread_release(&st);
+        reap[i] = reap[--reap_n];
+    }
+    atomic_store_explicit(&reap_count, reap_n, memory_order_relaxed);
+    pthread_mutex_unlock(&reap_lock);
+}
+
+/* ---- creating, joining, detaching ---- */
+
+void vms__thread_begin(struct vms_task *task)
+{
+    vms__thread_ready();
+    if (task)
+        task->id = (uint64_t)vms__os_tid();
+}
+
+static void *thread_entry(void *p)
+{
+    struct start s = *(struct start *)p;
+
+    free(p);
+    vms__thread_begin(s.task);
+    if (s.task && s.task->name[0])
+        prctl(PR_SET_NAME, s.task->name);
+    return s.fn(s.arg);
+}
+
+/* The top of the stack set with pthread_attr_setstack, or NULL. */
+void *vms__attr_stackaddr(const pthread_attr_t *attr)
+{
+    void *lo;
+    size_t size;
+
+    /* glibc computes lo as top - size even when no stack was set, with a NULL top. */
+    if (!attr || pthread_attr_getstack(attr, &lo, &size))
+        return NULL;
+    return (void *)((uintptr_t)lo + size);
+}
+
+int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st, void *(*entry)(void *),
+                         void *arg, const char *name, void *start)
+{
+    struct vms_task *task = vms__task_of(st);
+    pthread_attr_t a;
+    int detached = PTHREAD_CREATE_JOINABLE, rc;
+
+    /*
+     * A copy of the caller's attributes, not a rebuilt set: glibc keeps the
+     * CPU set and signal mask in a separately allocated extension, which the
+     * copy shares.  The copy is never destroyed, so nothing is freed twice.
+     */
+    if (attr) {
+        memcpy(&a, attr, sizeof a);
+        pthread_attr_getdetachstate(attr, &detached);
+    } else {
+        pthread_attr_init(&a);
+    }
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_JOINABLE);
+    if ((rc = pthread_attr_setstack(&a, st->base, st->size)))
+        return vms__fail(rc, "pthread_attr_setstack refused a %zu KiB stack: %s", st->size >> 10, strerror(rc));
+    if (task) {
+        task->kind = VMS_TASK_THREAD;
+        task->start = start;
+        if (name)
+            strncpy(task->name, name, sizeof task->name - 1);
+    }
+    vms__thread_reap();
+    if ((rc = vms__pthread.create(t, &a, entry, arg)))
+        return rc == EINVAL ? vms__fail(rc, "pthread_create refused a %zu KiB stack: too small for the static TLS "
+                                            "of this program? ask for a larger one", st->size >> 10)
+                            : vms__fail(rc, "pthread_create: %s", strerror(rc));
+    if (detached == PTHREAD_CREATE_DETACHED)
+        reap_push(*t);
+    return 0;
+}
+
+/* The attr's stack size rounded up to what vmstack accepts; 0 for the default. */
+static size_t stack_size_of(const pthread_attr_t *attr)
+{
+    size_t size = 0, pg = (size_t)sysconf(_SC_PAGESIZE);
+
+    if (attr)
+        pthread_attr_getstacksize(attr, &size);
+    if (size == 0)
+        return 0;
+    size = (size + pg - 1) & ~(pg - 1);
+    return size < VMS_MIN_STACK ? VMS_MIN_STACK : size;
+}
+
+int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *name)
+{
+    struct start *s;
+    vms_stack st;
+    int rc;
+
+    if (vms__attr_stackaddr(attr))
+        return vms__fail(EINVAL, "vms_thread_create: attr has a stack of its own (pthread_attr_setstack): "
+                                 "use pthread_create for that thread");
+    if ((rc = vms_stack_alloc(&st, stack_size_of(attr))))
+        return rc;
+    if (!(s = malloc(sizeof *s))) {
+        vms_stack_free(&st);
+        return vms__fail(ENOMEM, "out of memory for a thread's start record");
+    }
+    *s = (struct start){ .fn = fn, .arg = arg, .task = vms__task_of(&st) };
+    if ((rc = vms__thread_start_on(t, attr, &st, thread_entry, s, name, (void *)fn))) {
+        free(s);
+        vms_stack_free(&st);
+    }
+    return rc;
+}
+
+int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **))
+{
+    vms_stack st;
+    int ours = vms_on_stack((void *)t, &st), rc;
+
+    if ((rc = join(t, ret)))
+        return vms__fail(rc, "pthread_join: %s", strerror(rc));
+    if (ours)
+        vms__thread_release(&st);
+    return 0;
+}
+
+int vms_thread_join(pthread_t t, void **ret)
+{
+    return vms__thread_join(t, ret, vms__pthread.join);
+}
+
+int vms_thread_detach(pthread_t t)
+{
+    int rc;
+
+    if (vms_on_stack((void *)t, NULL))
+        return reap_push(t);
+    if ((rc = vms__pthread.detach(t)))
+        return vms__fail(rc, "pthread_detach: %s", strerror(rc));
+    return 0;
+}

@@ -1,0 +1,807 @@
+/*
+ * The stack tracer: the ftrace stack tracer's deepest call chain, for
+ * programs that were not rebuilt for it.
+ *
+ * The kernel's tracer runs at every function entry; user space has no such
+ * hook without recompiling.  What every deeper call does do is touch a
+ * stack page below all pages touched before.  So each traced task gets a
+ * tripwire: one inaccessible page (a guard marker, or PROT_NONE in mprotect
+ * mode) just below the deepest page touched so far.  The first access to it
+ * faults; the handler (fault.c calls vms__trace_fault, its tripwire hook, before anything else)
+ * unwinds the interrupted context with libunwind into the task's
+ * preallocated buffer -- that chain is the deepest yet -- moves the
+ * tripwire one page down and returns, so the access retries and the
+ * program goes on.  Once the stack has been as deep as it gets, nothing
+ * faults any more: tracing costs nothing in steady state.  A thread finds
+ * its task through a thread-local pointer; a fiber's task is found by the
+ * tripwire's address, so fiber switches need not tell the tracer anything.
+ *
+ * Exactness: each new page is first touched by a recorded chain, so the
+ * last recorded chain is the first to reach the deepest page touched; the
+ * true deepest stack pointer lies below it by less than one page.  Frame
+ * sizes are differences of successive stack pointers in the unwound
+ * chain, i.e. of canonical frame addresses: exact, and including the
+ * return address, as GCC's -fstack-usage counts on x86-64.  The innermost
+ * frame may be cut short (the fault can hit mid-prologue).
+ *
+ * Limits: a frame larger than a page that does not probe its pages (no
+ * -fstack-clash-protection) can step over the tripwire: it is then found
+ * again on the next fault (the tripwire goes below the stack pointer).  A
+ * tripwire fault while SIGSEGV is blocked kills the process, so traced
+ * threads get SIGSEGV unblocked, and pthread_create is preceded by
+ * vms__trace_prefault.  A signal delivered on the stack when its frame
+ * would overlap the tripwire cannot be delivered: the kernel sends
+ * SIGSEGV (SI_KERNEL) instead; the tripwire is moved clear and a warning
+ * says that a signal was lost.
+ *
+ * The handler is async-signal-safe: syscalls (madvise, mprotect, write),
+ * libunwind's local unwinding, the symbol snapshot, atomics; no malloc,
+ * no stdio, no locks.
+ */
+#include "fault/fault.h"
+#include "trace/trace.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
+
+#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
+#define TASKS_MAX 4096         /* traced tasks alive at once */
+#define MAX_FRAMES ((size_t)1 << 20)
+#define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
+#define WARN_MAX 64            /* distinct functions reported by --warn-frame */
+#define PREFAULT_BYTES (4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
+#define SIGFRAME_ROOM ((uintptr_t)16 << 10) /* a signal frame with AVX-512 state, and the red zone */
+
+enum { FREE = 0, BUSY, LIVE };
+
+/* A traced task.  The handler reaches its own through `self`, others' by scanning. */
+struct task {
+    _Atomic int state;
+    _Atomic uintptr_t wire;      /* lowest byte of the tripwire page; 0: none */
+    _Atomic uintptr_t moving;    /* the tripwire being removed, still a tripwire */
+    uintptr_t lo, hi;
+    bool grows;
+    struct vms_task who;
+    struct vms_trace_frame *buf; /* the deepest chain; cap entries, mmap'd */
+    size_t cap;
+    _Atomic unsigned seq;        /* odd while buf is written */
+    uint32_t n;
+    uint64_t faults;
+    bool inner_ret;              /* buf[n - 1].ip is a return address, not a faulting ip */
+    bool depth_warned, lost, signal_lost;
+};
+
+/* A frame warning slot: claimed by its function's address, published by ready. */
+struct warn_slot {
+    _Atomic uintptr_t fn;
+    _Atomic int ready;
+    struct vms_trace_warn w;
+};
+
+_Atomic int vms__trace_armed;
+static struct vms_trace_opts opts;
+static struct task *tasks;       /* TASKS_MAX, mmap'd when configured */
+static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
+static struct warn_slot *warns;  /* WARN_MAX */
+static TLS_IE struct task *self;
+
+static _Atomic unsigned long quiet_ended; /* tasks that ended without a tripwire fault */
+static pthread_mutex_t results_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vms_trace_chain *results;
+static size_t nresults, results_cap;
+
+/* ---- tripwires ---- */
+
+static uintptr_t page_floor(uintptr_t a)
+{
+    return a & ~(uintptr_t)(vms__g.page - 1);
+}
+
+static int wire_set(uintptr_t at, bool on)
+{
+    void *p = (void *)at;
+    int rc;
+
+    if (vms__g.mode == VMS_GUARD_MADVISE)
+        rc = madvise(p, vms__g.page, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE);
+    else
+        rc = mprotect(p, vms__g.page, on ? PROT_NONE : PROT_READ | PROT_WRITE);
+    return rc ? -errno : 0;
+}
+
+/*
+ * The main thread's stack mapping grows only when touched: a tripwire below
+ * it needs the page mapped first.  The caller made sure it is within the
+ * stack's limit.
+ */
+static int wire_install(const struct task *t, uintptr_t at)
+{
+    int rc = wire_set(at, true);
+
+    if (rc == -ENOMEM && t->grows) {
+        *(volatile char *)at = 0;
+        rc = wire_set(at, true);
+    }
+    return rc;
+}
+
+/*
+ * Moves t's tripwire from old to the page below `used` (the lowest byte
+ * known touched), at least one page down; none once the stack's bottom
+ * page is reached: the real guard below takes over.  Whoever wins the exchange
+ * moves it; a loser's access retries.  `moving` keeps the old page known
+ * as a tripwire until it is really gone, for other threads faulting on it.
+ */
+static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
+{
+    uintptr_t pg = vms__g.page, next = page_floor(used);
+
+    if (next > old)
+        next = old;
+    /* Never the bottom page: a fiber's canary lives there. */
+    next = next >= t->lo + 2 * pg ? next - pg : 0;
+    atomic_store_explicit(&t->moving, old, memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(&t->wire, &old, next, memory_order_acq_rel, memory_order_relaxed))
+        return;
+    /* Removed first: in mprotect mode, the main stack grows only below an accessible page. */
+    wire_set(old, false);
+    if (next && wire_install(t, next)) {
+        atomic_store_explicit(&t->wire, 0, memory_order_relaxed);
+        t->lost = true;
+    }
+    atomic_store_explicit(&t->moving, 0, memory_order_release);
+}
+
+static bool in_page(uintptr_t page, uintptr_t addr)
+{
+    return page && addr >= page && addr - page < vms__g.page;
+}
+
+/* ---- recording, in signal context ---- */
+
+/*
+ * The chain is kept outermost frame first, so that a deeper chain that
+ * shares its callers with the last one only appends: at each fault only
+ * the frames below the last chain's are unwound (a few per page), and the
+ * rest is taken over once it is shown intact.  That makes a fault cost
+ * O(new frames) unwinding plus O(depth) memory reads, not O(depth) steps
+ * of the DWARF unwinder.
+ */
+#define NEW_FRAMES 256 /* frames unwound before the shared part is found, on the altstack */
+
+/* Seqlock writer: the acquire half keeps the chain's stores after the odd count. */
+static void write_begin(struct task *t)
+{
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel);
+}
+
+static void write_end(struct task *t)
+{
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_release);
+}
+
+/*
+ * Whether the callers of buf[m] are still on the stack: every return
+ * address where it was.  A frame above m that had returned would have
+ * taken everything below it with it, so frames rebuilt identically at
+ * the same places are the only way to pass, and then the chain is the same.
+ */
+static bool callers_intact(const struct task *t, uint32_t m)
+{
+    for (uint32_t j = 0; j < m; j++)
+        if (*(const uintptr_t *)(t->buf[j].sp - sizeof(uintptr_t)) != t->buf[j].ip)
+            return false;
+    return true;
+}
+
+/* Unwinding state: the libunwind cursor and the last stack pointer seen. */
+struct walk {
+    unw_cursor_t c;
+    uintptr_t prev, hi;
+    bool first;
+};
+
+/* The next frame, outwards; false at the end of the chain. */
+static bool walk_next(struct walk *w, struct vms_trace_frame *f)
+{
+    unw_word_t ip, sp;
+
+    if (!w->first && unw_step(&w->c) <= 0)
+        return false;
+    if (unw_get_reg(&w->c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&w->c, UNW_REG_SP, &sp) < 0 || ip == 0)
+        return false;
+    if (!w->first && (sp <= w->prev || sp > w->hi))
+        return false; /* a broken or foreign stack: the chain ends here */
+    w->first = false;
+    w->prev = sp;
+    *f = (struct vms_trace_frame){ip, sp};
+    return true;
+}
+
+/* The whole chain into buf, innermost first (as unwound), then turned around. */
+static uint32_t record_all(struct task *t, struct walk *w, const struct vms_trace_frame *seen, uint32_t k)
+{
+    uint32_t n = 0;
+
+    for (; n < k; n++)
+        t->buf[n] = seen[n];
+    while (n < t->cap && walk_next(w, &t->buf[n]))
+        n++;
+    for (uint32_t i = 0; i < n / 2; i++) {
+        struct vms_trace_frame x = t->buf[i];
+        t->buf[i] = t->buf[n - 1 - i];
+        t->buf[n - 1 - i] = x;
+    }
+    return n;
+}
+
+/*
+ * Unwinds the interrupted context into t->buf: the new deepest chain.
+ * Returns the index of its first frame that was not in the last chain.
+ */
+static uint32_t record(struct task *t, ucontext_t *uc)
+{
+    struct vms_trace_frame seen[NEW_FRAMES];
+    struct walk w = {.hi = t->hi, .first = true};
+    uint32_t k = 0, base = 0, n = 0;
+    long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
+    bool ok = unw_init_local2(&w.c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0;
+
+    write_begin(t);
+    while (ok && k < NEW_FRAMES && walk_next(&w, &seen[k])) {
+        while (m >= 0 && t->buf[m].sp < seen[k].sp)
+            m--;
+        if (k > 0 && m >= 0 && t->buf[m].sp == seen[k].sp && t->buf[m].ip == seen[k].ip &&
+            callers_intact(t, (uint32_t)m)) {
+            base = (uint32_t)m + 1; /* buf[0..m] stays; the new frames go below it */
+            break;
+        }
+        k++;
+    }
+    if (k == NEW_FRAMES) {
+        n = record_all(t, &w, seen, k);
+    } else {
+        for (n = base; n - base < k && n < t->cap; n++)
+            t->buf[n] = seen[k - 1 - (n - base)];
+    }
+    if (n == 0)
+        t->buf[n++] = (struct vms_trace_frame){(uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+                                               (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]};
+    t->n = n;
+    t->inner_ret = false;
+    t->faults++;
+    write_end(t);
+    return base;
+}
+
+static uintptr_t function_of(uintptr_t ip)
+{
+    struct vms_symres s;
+
+    vms__symbols_lookup(ip, &s);
+    return s.name ? ip - s.off : ip;
+}
+
+/* A frame above --warn-frame: its function's first time gets a slot with the chain from it outwards. */
+static void warn_frame(const struct task *t, uint32_t j, size_t size)
+{
+    uintptr_t fn = function_of(t->buf[j].ip);
+
+    for (int k = 0; k < WARN_MAX; k++) {
+        struct warn_slot *s = &warns[k];
+        uintptr_t cur = atomic_load_explicit(&s->fn, memory_order_acquire);
+        if (cur == fn)
+            return;
+        if (cur || !atomic_compare_exchange_strong_explicit(&s->fn, &cur, fn, memory_order_acq_rel,
+                                                            memory_order_acquire)) {
+            if (cur == fn)
+                return;
+            continue;
+        }
+        s->w.who = t->who;
+        s->w.hi = t->hi;
+        s->w.size = size;
+        s->w.ret = j + 1 < t->n || t->inner_ret;
+        s->w.total = j + 1;
+        s->w.n = s->w.total < VMS_TRACE_WARN_CHAIN ? s->w.total : VMS_TRACE_WARN_CHAIN;
+        for (uint32_t i = 0; i < s->w.n; i++)
+            s->w.f[i] = t->buf[j - i];
+        atomic_store_explicit(&s->ready, 1, memory_order_release);
+        return;
+    }
+}
+
+/*
+ * The frames from index `from` inwards: those the last fault added (the
+ * others were checked when they were new).  Never the outermost, whose
+ * "size" is all that lies above it.
+ */
+static void check_frames(const struct task *t, uint32_t from)
+{
+    for (uint32_t j = from ? from : 1; j < t->n; j++) {
+        size_t size = t->buf[j - 1].sp - t->buf[j].sp;
+        if (size > opts.warn_frame)
+            warn_frame(t, j, size);
+    }
+}
+
+/* "vmstack trace: WARNING: thread 'NAME' (tid N) WHAT\n" (or fiber, id), written from the handler. */
+static void warn_line(const struct task *t, struct vms_sbuf *s, const char *what)
+{
+    bool fiber = t->who.kind == VMS_TASK_FIBER;
+
+    vms__sb_str(s, fiber ? "vmstack trace: WARNING: fiber '" : "vmstack trace: WARNING: thread '");
+    vms__sb_str(s, t->who.name);
+    vms__sb_str(s, fiber ? "' (id " : "' (tid ");
+    vms__sb_dec(s, t->who.id);
+    vms__sb_str(s, ") ");
+    vms__sb_str(s, what);
+}
+
+static void check_depth(struct task *t, uintptr_t used)
+{
+    uintptr_t depth = t->hi - used, size = t->hi - t->lo;
+    char text[256];
+    struct vms_sbuf s = {text, sizeof text, 0};
+
+    if (t->depth_warned || depth * 100 < (uintptr_t)opts.warn_depth * size)
+        return;
+    t->depth_warned = true;
+    warn_line(t, &s, "passed ");
+    vms__sb_dec(&s, opts.warn_depth);
+    vms__sb_str(&s, "% of its stack: ");
+    vms__sb_dec(&s, depth);
+    vms__sb_str(&s, " of ");
+    vms__sb_dec(&s, size);
+    vms__sb_str(&s, " bytes deep; its chain is in the report at exit\n");
+    vms__report_emit(text, s.len);
+}
+
+/*
+ * vms__trace_prefault's own frame is none of the program's: the chain
+ * starts at its caller.  The pages it touched are the program's to use
+ * next (pthread_create), so the depth stays within PREFAULT_BYTES and a
+ * page of the truth there.
+ */
+static void drop_prefault(struct task *t)
+{
+    write_begin(t);
+    t->n--;
+    t->inner_ret = true;
+    write_end(t);
+}
+
+/* Our own tripwire: record, warn, move on. */
+static void own_fault(struct task *t, uintptr_t wire, uintptr_t addr, ucontext_t *uc)
+{
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], used = addr < sp ? addr : sp;
+    uint32_t fresh = record(t, uc);
+
+    if (t->who.kind == VMS_TASK_THREAD)
+        prctl(PR_GET_NAME, t->who.name); /* the name it has now, for the warnings */
+
+    if (t->n > 1 && function_of(t->buf[t->n - 1].ip) == (uintptr_t)vms__trace_prefault)
+        drop_prefault(t);
+    if (opts.warn_frame)
+        check_frames(t, fresh);
+    if (opts.warn_depth)
+        check_depth(t, used);
+    wire_move(t, wire, used);
+}
+
+/* The task whose tripwire (or tripwire being removed) holds addr. */
+static struct task *wire_owner(uintptr_t addr, uintptr_t *wire)
+{
+    int n = atomic_load_explicit(&tasks_used, memory_order_acquire);
+
+    for (int i = 0; i < n; i++) {
+        struct task *t = &tasks[i];
+        if (atomic_load_explicit(&t->state, memory_order_acquire) != LIVE)
+            continue;
+        *wire = atomic_load_explicit(&t->wire, memory_order_acquire);
+        if (in_page(*wire, addr) || in_page(atomic_load_explicit(&t->moving, memory_order_acquire), addr))
+            return t;
+    }
+    return NULL;
+}
+
+/*
+ * A signal whose frame would have overlapped the tripwire: the kernel could
+ * not deliver it and sent SIGSEGV (SI_KERNEL, no address) instead.  The
+ * signal is gone; the tripwire moves clear so the next one fits.
+ */
+static bool signal_blocked_by_wire(struct task *t, ucontext_t *uc)
+{
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    uintptr_t wire = atomic_load_explicit(&t->wire, memory_order_acquire);
+    char text[256];
+    struct vms_sbuf s = {text, sizeof text, 0};
+
+    if (!wire || sp < wire || sp - wire > vms__g.page + SIGFRAME_ROOM)
+        return false;
+    t->signal_lost = true;
+    warn_line(t, &s, "could not take a signal with its stack next to the tripwire: that signal is lost\n");
+    vms__report_emit(text, s.len);
+    wire_move(t, wire, sp > SIGFRAME_ROOM ? sp - SIGFRAME_ROOM : 0);
+    return true;
+}
+
+bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
+{
+    uintptr_t addr = (uintptr_t)si->si_addr, wire, sp;
+    struct task *t = self;
+
+    if (si->si_signo != SIGSEGV)
+        return false;
+    if (si->si_code == SI_KERNEL)
+        return t && signal_blocked_by_wire(t, uc);
+    if (si->si_code <= 0)
+        return false;
+    if (t) {
+        wire = atomic_load_explicit(&t->wire, memory_order_acquire);
+        if (in_page(wire, addr)) {
+            own_fault(t, wire, addr, uc);
+            return true;
+        }
+    }
+    /*
+     * A fiber's tripwire, hit by the fiber (its stack pointer on that
+     * stack); or another task's, hit through a pointer into its stack, or
+     * one being moved: then it just moves.
+     */
+    if (!(t = wire_owner(addr, &wire)))
+        return false;
+    if (!in_page(wire, addr))
+        return true;
+    sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    if (sp >= t->lo && sp < t->hi)
+        own_fault(t, wire, addr, uc);
+    else
+        wire_move(t, wire, addr);
+    return true;
+}
+
+/* ---- tasks ---- */
+
+int vms__trace_configure(const struct vms_trace_opts *o)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    size_t bytes = TASKS_MAX * sizeof *tasks + WARN_MAX * sizeof *warns;
+    char *p;
+    int rc;
+
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_acquire))
+        return 0;
+    if ((rc = vms__ensure_init()))
+        return rc;
+    pthread_mutex_lock(&lock);
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+        rc = 0;
+    else if (vms__g.mode != VMS_GUARD_MADVISE && vms__g.mode != VMS_GUARD_MPROTECT)
+        rc = vms__fail(ENOTSUP, "tracing needs guard pages: VMSTACK_GUARD=none turns them off");
+    else if (!(p = vms__os_alloc(bytes)))
+        rc = vms__fail(ENOMEM, "no memory for the tracer's task table");
+    /* The handler must be there before the first tripwire. */
+    else if (!(rc = vms__fault_thread_init())) {
+        tasks = (struct task *)p;
+        warns = (struct warn_slot *)(p + TASKS_MAX * sizeof *tasks);
+        opts = *o;
+        atomic_store_explicit(&vms__fiber_start_hook, vms__trace_fiber_start, memory_order_relaxed);
+        atomic_store_explicit(&vms__fiber_end_hook, vms__trace_fiber_end, memory_order_relaxed);
+        atomic_store_explicit(&vms__fault_tripwire_hook, vms__trace_fault, memory_order_release);
+        atomic_store_explicit(&vms__trace_armed, 1, memory_order_release);
+    } else {
+        munmap(p, bytes);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+const struct vms_trace_opts *vms__trace_options(void)
+{
+    return &opts;
+}
+
+static struct task *claim(void)
+{
+    for (int i = 0; i < TASKS_MAX; i++) {
+        int expect = FREE, u;
+        if (atomic_load_explicit(&tasks[i].state, memory_order_relaxed) != FREE ||
+            !atomic_compare_exchange_strong_explicit(&tasks[i].state, &expect, BUSY, memory_order_acquire,
+                                                     memory_order_relaxed))
+            continue;
+        u = atomic_load_explicit(&tasks_used, memory_order_relaxed);
+        while (u < i + 1 && !atomic_compare_exchange_weak_explicit(&tasks_used, &u, i + 1, memory_order_relaxed,
+                                                                   memory_order_relaxed))
+            ;
+        return &tasks[i];
+    }
+    return NULL;
+}
+
+/* A synchronous SIGSEGV while blocked is fatal: a traced thread never blocks it. */
+static void unblock_segv(void)
+{
+    sigset_t s;
+
+    sigemptyset(&s);
+    sigaddset(&s, SIGSEGV);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+/* A task record with its chain buffer, not yet live, in *out; 0 or a negative errno. */
+static int task_open(char *lo, char *hi, bool grows, const struct vms_task *who, struct task **out)
+{
+    struct task *t;
+    size_t frames;
+    void *buf;
+
+    if (!(t = claim()))
+        return vms__fail(ENOSPC, "%d traced tasks at once: the rest run untraced", TASKS_MAX);
+    /* Every frame holds at least its return address. */
+    frames = (size_t)(hi - lo) / sizeof(void *);
+    if (frames > MAX_FRAMES)
+        frames = MAX_FRAMES;
+    if (!(buf = vms__os_alloc(frames * sizeof *t->buf))) {
+        atomic_store_explicit(&t->state, FREE, memory_order_release);
+        return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
+    }
+    *t = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .grows = grows, .who = *who, .buf = buf,
+                       .cap = frames};
+    *out = t;
+    return 0;
+}
+
+/* Live, with its first tripwire at the page `first` (none below the stack's second page). */
+static void task_start(struct task *t, uintptr_t first)
+{
+    atomic_store_explicit(&t->state, LIVE, memory_order_release);
+    if (first >= t->lo + vms__g.page && wire_install(t, first) == 0)
+        atomic_store_explicit(&t->wire, first, memory_order_release);
+}
+
+int vms__trace_begin(char *lo, char *hi, bool grows, const struct vms_task *who)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    struct task *t;
+    int rc;
+
+    if (!atomic_load_explicit(&vms__trace_armed, memory_order_acquire) || self)
+        return 0;
+    if ((rc = task_open(lo, hi, grows, who, &t)))
+        return rc;
+    unblock_segv();
+    self = t;
+    /* Below this frame, clear of the calls that install it. */
+    task_start(t, page_floor(sp - 1024) - vms__g.page);
+    return 0;
+}
+
+/*
+ * A fiber's stack, before it first runs: its first frames are in the top
+ * page, the tripwire goes below it.  The fault handler finds a fiber's
+ * task by the tripwire's address, not through `self`, so no switch has
+ * to tell it which fiber runs.
+ */
+void vms__trace_fiber_start(const struct vms_fiber_desc *f)
+{
+    struct task *t;
+
+    if (task_open(f->base, f->base + f->size, false, f->task, &t) == 0)
+        task_start(t, page_floor((uintptr_t)f->base + f->size) - 2 * vms__g.page);
+}
+
+/* Copies t's chain (seqlock: retried while the handler writes it); false when out of memory. */
+static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
+{
+    for (;;) {
+        unsigned s = atomic_load_explicit(&t->seq, memory_order_acquire);
+        uint32_t n = t->n;
+        struct vms_trace_frame *f = malloc((n ? n : 1) * sizeof *f);
+        if (!f)
+            return false;
+        for (uint32_t i = 0; i < n; i++) /* innermost first, as printed */
+            f[i] = t->buf[n - 1 - i];
+        *c = (struct vms_trace_chain){.who = t->who, .lo = t->lo, .hi = t->hi, .n = n, .f = f, .faults = t->faults,
+                                      .count = 1, .running = running, .main = t->grows, .ret = t->inner_ret,
+                                      .depth_warned = t->depth_warned, .lost = t->lost,
+                                      .signal_lost = t->signal_lost};
+        atomic_thread_fence(memory_order_acquire);
+        if (!(s & 1) && s == atomic_load_explicit(&t->seq, memory_order_relaxed))
+            return true;
+        free(f);
+        sched_yield();
+    }
+}
+
+static uintptr_t chain_depth(const struct vms_trace_chain *c)
+{
+    return c->n ? c->hi - c->f[0].sp : 0;
+}
+
+/* Past RESULTS_MAX: the deepest chain per start routine.  True if c was consumed. */
+static bool fold(struct vms_trace_chain *c)
+{
+    if (nresults < RESULTS_MAX)
+        return false;
+    for (size_t i = 0; i < nresults; i++) {
+        struct vms_trace_chain *r = &results[i];
+        if (r->who.start != c->who.start || r->main)
+            continue;
+        c->count += r->count;
+        if (chain_depth(c) > chain_depth(r)) {
+            free(r->f);
+            *r = *c;
+        } else {
+            r->count = c->count;
+            free(c->f);
+        }
+        return true;
+    }
+    return false;
+}
+
+static void keep_result(struct vms_trace_chain *c)
+{
+    pthread_mutex_lock(&results_lock);
+    if (!fold(c)) {
+        if (nresults == results_cap) {
+            size_t cap = results_cap ? 2 * results_cap : 64;
+            struct vms_trace_chain *p = realloc(results, cap * sizeof *p);
+            if (p) {
+                results = p;
+                results_cap = cap;
+            }
+        }
+        if (nresults < results_cap)
+            results[nresults++] = *c;
+        else
+            free(c->f);
+    }
+    pthread_mutex_unlock(&results_lock);
+}
+
+/* No tripwire may outlive its task: the stack goes back to a cache.  The chain goes to the results. */
+static void task_close(struct task *t)
+{
+    struct vms_trace_chain c;
+    uintptr_t wire = atomic_exchange_explicit(&t->wire, 0, memory_order_acq_rel);
+
+    if (wire)
+        wire_set(wire, false);
+    if (!t->n)
+        atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
+    else if (snapshot(t, &c, false))
+        keep_result(&c);
+    munmap(t->buf, t->cap * sizeof *t->buf);
+    atomic_store_explicit(&t->state, FREE, memory_order_release);
+}
+
+void vms__trace_end(void)
+{
+    struct task *t = self;
+
+    if (!t)
+        return;
+    prctl(PR_GET_NAME, t->who.name);
+    self = NULL;
+    task_close(t);
+}
+
+/* On the fiber's own stack, as it ends (returned or killed). */
+void vms__trace_fiber_end(const struct vms_fiber_desc *f)
+{
+    int used = atomic_load_explicit(&tasks_used, memory_order_acquire);
+
+    for (int i = 0; i < used; i++)
+        if (atomic_load_explicit(&tasks[i].state, memory_order_acquire) == LIVE &&
+            tasks[i].lo == (uintptr_t)f->base && tasks[i].who.kind == VMS_TASK_FIBER) {
+            task_close(&tasks[i]);
+            return;
+        }
+}
+
+__attribute__((noinline)) void vms__trace_prefault(void)
+{
+    volatile char probe[PREFAULT_BYTES];
+
+    /* Downwards, a line at a time: never past the tripwire without touching it. */
+    for (size_t i = sizeof probe; i >= 64; i -= 64)
+        probe[i - 64] = 0;
+}
+
+/* ---- results ---- */
+
+static int deepest_first(const void *a, const void *b)
+{
+    uintptr_t x = chain_depth(a), y = chain_depth(b);
+
+    return (x < y) - (x > y);
+}
+
+unsigned long vms__trace_quiet(void)
+{
+    int used = tasks ? atomic_load_explicit(&tasks_used, memory_order_acquire) : 0;
+    unsigned long n = atomic_load_explicit(&quiet_ended, memory_order_relaxed);
+
+    for (int i = 0; i < used; i++)
+        if (atomic_load_explicit(&tasks[i].state, memory_order_acquire) == LIVE && !tasks[i].n)
+            n++;
+    return n;
+}
+
+size_t vms__trace_collect(struct vms_trace_chain **out)
+{
+    int used = tasks ? atomic_load_explicit(&tasks_used, memory_order_acquire) : 0;
+    struct vms_trace_chain *c;
+    size_t n = 0;
+
+    pthread_mutex_lock(&results_lock);
+    if (!(c = malloc((nresults + (size_t)used + 1) * sizeof *c))) {
+        pthread_mutex_unlock(&results_lock);
+        *out = NULL;
+        return 0;
+    }
+    for (size_t i = 0; i < nresults; i++) {
+        c[n] = results[i];
+        if ((c[n].f = malloc((c[n].n ? c[n].n : 1) * sizeof *c[n].f))) {
+            memcpy(c[n].f, results[i].f, c[n].n * sizeof *c[n].f);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&results_lock);
+    for (int i = 0; i < used; i++) {
+        struct task *t = &tasks[i];
+        if (atomic_load_explicit(&t->state, memory_order_acquire) == LIVE && t->n && snapshot(t, &c[n], true))
+            n++;
+    }
+    qsort(c, n, sizeof *c, deepest_first);
+    *out = c;
+    return n;
+}
+
+void vms__trace_free(struct vms_trace_chain *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(c[i].f);
+    free(c);
+}
+
+size_t vms__trace_warnings(struct vms_trace_warn **out)
+{
+    size_t n = 0;
+
+    *out = NULL;
+    if (!warns || !(*out = malloc(WARN_MAX * sizeof **out)))
+        return 0;
+    for (int k = 0; k < WARN_MAX; k++)
+        if (atomic_load_explicit(&warns[k].ready, memory_order_acquire))
+            (*out)[n++] = warns[k].w;
+    return n;
+}
+
+/* ---- the API, for fibers ---- */
+
+int vms_trace_enable(size_t warn_frame, unsigned warn_depth)
+{
+    struct vms_trace_opts o = {.warn_frame = warn_frame, .warn_depth = warn_depth};
+
+    if (warn_depth > 100)
+        return vms__fail(EINVAL, "vms_trace_enable: warn_depth %u: a percentage is at most 100", warn_depth);
+    return vms__trace_configure(&o);
+}

@@ -1,0 +1,121 @@
+/*
+ * bench trace: what 'vmstack trace' costs a recursion-heavy program, start
+ * to end.  The program is this very binary ('vmstack bench --child
+ * traceload', the worker below): it descends DEPTH levels of recursion
+ * (about 250 KiB of stack, some 60 tripwire faults on the first descent)
+ * and does so ROUNDS times.  Three variants fork and exec it: plainly,
+ * under 'vmstack run' and under 'vmstack trace', and measure the whole
+ * process, start-up and report included; rounds interleave, so machine
+ * noise hits all alike.  The figure is the process's CPU time (user +
+ * system, from wait4): on a shared machine wall time varies by tens of
+ * percent between runs, CPU time by a few.  trace_overhead is trace /
+ * plain, the user's cost; trace / run is what tracing adds to run.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEPTH 4000
+#define ROUNDS 20000 /* about a second of recursion */
+
+/* ---- the program: the child's worker ---- */
+
+static __attribute__((noinline)) unsigned long descend(int n, unsigned long x)
+{
+    volatile unsigned long frame[6];
+
+    for (int i = 0; i < 6; i++)
+        frame[i] = x + (unsigned long)i;
+    x = x * 6364136223846793005ul + frame[n % 6];
+    /* Used after the call: no tail call, every level keeps its frame. */
+    return n ? descend(n - 1, x) ^ frame[3] : x;
+}
+
+double bench_trace_worker(long rounds)
+{
+    double t0 = bench_now_ns();
+    unsigned long x = 1;
+
+    for (long r = 0; r < rounds; r++)
+        x += descend(DEPTH, x + (unsigned long)r);
+    BENCH_KEEP(x);
+    return bench_now_ns() - t0;
+}
+
+/* ---- the parent: one process per operation ---- */
+
+static char self[PATH_MAX];
+
+/* Runs argv with "ROUNDS\n" on stdin and no output; its CPU time in ns, or -1. */
+static double run_once(char *const argv[])
+{
+    double cpu;
+
+    if (bench_exec_timed(self, argv, bench_quick() ? ROUNDS / 10 : ROUNDS, &cpu) < 0)
+        return -1;
+    return cpu;
+}
+
+static double run_variant(void *arg, long iters)
+{
+    double total = 0;
+
+    for (long i = 0; i < iters; i++) {
+        double ns = run_once(arg);
+        if (ns < 0) {
+            fprintf(stderr, "vmstack bench trace: the recursion-heavy program failed (%s %s)\n", self,
+                    ((char **)arg)[1]);
+            exit(1);
+        }
+        total += ns;
+    }
+    return total;
+}
+
+int bench_trace(void)
+{
+    static char *plain[] = {"vmstack", "bench", "--child", "traceload", NULL};
+    static char *run[] = {"vmstack", "run", "--", self, "bench", "--child", "traceload", NULL};
+    static char *trace[] = {"vmstack", "trace", "--", self, "bench", "--child", "traceload", NULL};
+    struct bench_variant v[] = {
+        {.name = "plain", .run = run_variant, .arg = plain},
+        {.name = "vmstack_run", .run = run_variant, .arg = run},
+        {.name = "vmstack_trace", .run = run_variant, .arg = trace},
+    };
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    double r;
+
+#if defined(VMS_ASAN) || defined(VMS_TSAN)
+    /* This binary is sanitized: the (never sanitized) preload library cannot load into it. */
+    bench_title("trace: skipped in a sanitizer build");
+    return 0;
+#endif
+    if (n <= 0) {
+        fprintf(stderr, "vmstack bench trace: cannot find this binary: %s\n", strerror(errno));
+        return 1;
+    }
+    self[n] = '\0';
+    if (run_once(trace) < 0) {
+        fprintf(stderr, "vmstack bench trace: 'vmstack trace' of the recursion-heavy program failed\n");
+        return 1;
+    }
+    bench_compare(v, 3, bench_quick() ? 3 : 11, 1);
+    r = v[2].median_ns / v[0].median_ns;
+    bench_title("trace: %d rounds of a %d-deep recursion, plain, under 'vmstack run' and 'vmstack trace' "
+                "(ms of CPU, median)", bench_quick() ? ROUNDS / 10 : ROUNDS, DEPTH);
+    for (int i = 0; i < 3; i++)
+        bench_row(v[i].name, v[i].median_ns / 1e6, "ms", v[i].spread, "");
+    bench_note("vmstack trace / plain = %.3fx (goal <= 1.03); trace / run = %.3fx", r,
+               v[2].median_ns / v[1].median_ns);
+    bench_json_num("trace_overhead", r);
+    return 0;
+}

@@ -1,0 +1,263 @@
+/*
+ * vmstack checkstack: the kernel's scripts/checkstack.pl for user-space
+ * binaries.  Lists functions by static frame size, largest first, marks
+ * dynamic frames, and flags frames that can jump over a stack guard.
+ */
+#include "cmd.h"
+#include "frames.h"
+#include "core/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SUB "checkstack"
+
+struct opts {
+    size_t min, guard;
+    bool json;
+    char **paths;
+    int npaths;
+};
+
+static void help(void)
+{
+    printf("usage: vmstack checkstack [--min BYTES] [--guard BYTES] [--json] BINARY...\n\n"
+           "Static stack frame sizes of the functions of x86-64 executables and shared\n"
+           "libraries, largest first, as the kernel's checkstack.pl.\n\n"
+           "  --min BYTES    hide frames smaller than this (default 100); dynamic frames\n"
+           "                 are always shown\n"
+           "  --guard BYTES  guard size to check against (default vmstack's, 16K)\n"
+           "  --json         one JSON object per binary (an array of them for several)\n\n"
+           "Sizes take a K or M suffix.  FRAME counts the bytes from the caller's stack\n"
+           "pointer down to the function's lowest one: return address, saved registers,\n"
+           "locals and outgoing arguments, as GCC's -fstack-usage.  It comes from the\n"
+           "call-frame information (.eh_frame or .debug_frame) and, after a frame\n"
+           "pointer is set up, from decoding the prologue.\n\n"
+           "Flags:\n"
+           "  dynamic  the function moves the stack pointer by run-time amounts (alloca,\n"
+           "           variable-length arrays); FRAME is its fixed part only\n"
+           "  clash    FRAME exceeds the guard and the code does not probe its stack, so\n"
+           "           it can jump over the guard into other memory (stack clash); build\n"
+           "           with -fstack-clash-protection or use a larger guard\n"
+           "  probed   the function touches its stack page by page (stack-clash probes)\n\n"
+           "Functions come from .symtab (.dynsym for stripped files, exported functions\n"
+           "only); those without call-frame information (hand-written assembly) are left\n"
+           "out.  Inlined functions count in their callers.  See vmstack-checkstack(1).\n");
+}
+
+static int parse_size_arg(const char *opt, const char *val, size_t *out)
+{
+    if (!val)
+        return cmd_usage_error(SUB, "%s needs a value", opt);
+    if (vms__parse_size(val, out) < 0)
+        return cmd_usage_error(SUB, "%s %s: not a size; use bytes with an optional K or M suffix", opt, val);
+    return 0;
+}
+
+/* Takes "--opt VALUE" and "--opt=VALUE"; returns the value or NULL, advancing *i. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+{
+    size_t len = strlen(name);
+
+    *matched = false;
+    if (strncmp(argv[*i], name, len))
+        return NULL;
+    if (argv[*i][len] == '=') {
+        *matched = true;
+        return argv[*i] + len + 1;
+    }
+    if (argv[*i][len])
+        return NULL;
+    *matched = true;
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    vms_config cfg;
+    int i;
+
+    vms_config_defaults(&cfg);
+    *o = (struct opts){ .min = 100, .guard = cfg.guard_size };
+    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+        const char *v;
+        bool m;
+
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(argv[i], "--json")) {
+            o->json = true;
+            continue;
+        }
+        v = opt_value(argc, argv, &i, "--min", &m);
+        if (m) {
+            if (parse_size_arg("--min", v, &o->min))
+                return CMD_USAGE;
+            continue;
+        }
+        v = opt_value(argc, argv, &i, "--guard", &m);
+        if (m) {
+            if (parse_size_arg("--guard", v, &o->guard))
+                return CMD_USAGE;
+            continue;
+        }
+        return cmd_usage_error(SUB, "unknown option '%s'", argv[i]);
+    }
+    if (i == argc)
+        return cmd_usage_error(SUB, "no BINARY given");
+    o->paths = argv + i;
+    o->npaths = argc - i;
+    return 0;
+}
+
+static bool is_clash(const struct frame_fn *f, const struct opts *o)
+{
+    return f->frame > o->guard && !f->probes;
+}
+
+static bool shown(const struct frame_fn *f, const struct opts *o)
+{
+    return f->frame >= o->min || f->dynamic;
+}
+
+/* Largest first; equal frames by address. */
+static int cmp_frame(const void *a, const void *b)
+{
+    const struct frame_fn *x = a, *y = b;
+
+    if (x->frame != y->frame)
+        return x->frame < y->frame ? 1 : -1;
+    return (x->fn->addr > y->fn->addr) - (x->fn->addr < y->fn->addr);
+}
+
+static const char *module_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash ? slash + 1 : path;
+}
+
+static void print_text(const char *path, const struct frames *fr, const struct opts *o)
+{
+    size_t clashes = 0;
+
+    printf("# %s: %zu functions (symbols from %s, frames from %s", path, fr->n, fr->elf.symtab, fr->cfi);
+    if (fr->nocfi)
+        printf("; %zu without call-frame information left out", fr->nocfi);
+    printf("), guard %zu bytes", o->guard);
+    if (o->min)
+        printf(", fixed frames under %zu bytes not shown", o->min);
+    printf("\n");
+    printf("%-18s  %8s  %-14s  %s\n", "ADDRESS", "FRAME", "FLAGS", "FUNCTION [MODULE]");
+    for (size_t i = 0; i < fr->n; i++) {
+        const struct frame_fn *f = &fr->v[i];
+        char flags[32];
+
+        if (!shown(f, o))
+            continue;
+        snprintf(flags, sizeof flags, "%s%s%s", f->dynamic ? "dynamic " : "", is_clash(f, o) ? "clash " : "",
+                 f->probes ? "probed " : "");
+        if (*flags)
+            flags[strlen(flags) - 1] = '\0';
+        clashes += is_clash(f, o);
+        printf("0x%016llx  %8lu  %-14s  %s [%s]\n", (unsigned long long)f->fn->addr, f->frame, flags,
+               f->fn->name, module_name(path));
+    }
+    if (clashes)
+        printf("# %zu frame%s larger than the %zu-byte guard without stack probes (stack clash):"
+               " build with -fstack-clash-protection or use a larger guard\n",
+               clashes, clashes == 1 ? "" : "s", o->guard);
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_json(const char *path, const struct frames *fr, const struct opts *o)
+{
+    const char *sep = "";
+
+    printf("{\"binary\": ");
+    json_string(path);
+    printf(", \"module\": ");
+    json_string(module_name(path));
+    printf(", \"symbols\": \"%s\", \"cfi\": \"%s\", \"guard\": %zu, \"min\": %zu, "
+           "\"analysed\": %zu, \"without_cfi\": %zu,\n \"functions\": [",
+           fr->elf.symtab, fr->cfi, o->guard, o->min, fr->n, fr->nocfi);
+    for (size_t i = 0; i < fr->n; i++) {
+        const struct frame_fn *f = &fr->v[i];
+
+        if (!shown(f, o))
+            continue;
+        printf("%s\n  {\"name\": ", sep);
+        json_string(f->fn->name);
+        printf(", \"address\": \"0x%llx\", \"frame\": %lu, \"dynamic\": %s, \"clash\": %s, \"probes\": %s}",
+               (unsigned long long)f->fn->addr, f->frame, f->dynamic ? "true" : "false",
+               is_clash(f, o) ? "true" : "false", f->probes ? "true" : "false");
+        sep = ",";
+    }
+    printf("\n ]}");
+}
+
+/* Analyses and prints one binary; false (after a one-line message) if it cannot be read. */
+static bool check_one(const char *path, const struct opts *o, bool first)
+{
+    struct frames fr;
+    char err[256];
+
+    if (frames_read(&fr, path, err, sizeof err)) {
+        fprintf(stderr, "vmstack %s: %s: %s\n", SUB, path, err);
+        return false;
+    }
+    qsort(fr.v, fr.n, sizeof *fr.v, cmp_frame);
+    if (o->json) {
+        printf("%s", first ? "" : ",\n");
+        print_json(path, &fr, o);
+    } else {
+        printf("%s", first ? "" : "\n");
+        print_text(path, &fr, o);
+    }
+    frames_free(&fr);
+    return true;
+}
+
+int cmd_checkstack(int argc, char **argv)
+{
+    struct opts o;
+    bool first = true;
+    int rc = CMD_OK;
+
+    if (cmd_wants_help(argc, argv)) {
+        help();
+        return CMD_OK;
+    }
+    if (parse_args(argc, argv, &o))
+        return CMD_USAGE;
+    if (o.json && o.npaths > 1)
+        printf("[");
+    for (int i = 0; i < o.npaths; i++) {
+        if (check_one(o.paths[i], &o, first))
+            first = false;
+        else
+            rc = CMD_FAIL;
+    }
+    if (o.json && o.npaths > 1)
+        printf("]");
+    if (o.json && (!first || o.npaths > 1))
+        printf("\n");
+    return rc;
+}
