@@ -203,7 +203,8 @@ VMS_API size_t vms_stack_used(const vms_stack *st);
  * Fibers are cooperative tasks on guarded, cached vmstack stacks, run by a
  * scheduler per thread.  A fiber stays on the thread that spawned it: it
  * runs only while that thread is inside vms_run() or vms_fiber_join(), and
- * gives up the thread only in vms_yield(), vms_fiber_join() or by ending.
+ * gives up the thread only in vms_yield(), vms_fiber_join(), the waits
+ * below (vms_fiber_park, vms_sleep_ns, vms_wait_fd) or by ending.
  * Ready fibers run in FIFO order.  Spawning costs a cached stack and a
  * descriptor: no syscall, no malloc; a switch is a few instructions and no
  * syscall.
@@ -283,8 +284,9 @@ VMS_API int vms_fiber_join(vms_fiber f, vms_fiber_status *st);
 
 /*
  * Runs the calling thread's fibers until all of them have ended (and may be
- * joined without waiting).  Returns 0; -EPERM when called from a fiber;
- * -EDEADLK when fibers are left that all wait for one another.
+ * joined without waiting), sleeping in epoll_wait while they all wait for
+ * timers, fds or wakes.  Returns 0; -EPERM when called from a fiber;
+ * -EDEADLK when fibers are left that all wait to join one another.
  */
 VMS_API int vms_run(void);
 
@@ -316,6 +318,80 @@ VMS_API int vms_fiber_stack(vms_fiber f, vms_stack *st);
  * fiber.
  */
 VMS_API int vms_fiber_on_kill(void (*fn)(void *), void *arg);
+
+/* ---- waiting: park and wake, sleep, fd readiness ---- */
+
+/*
+ * A fiber can wait for another fiber or thread, for a time, or for an fd to
+ * become ready, while the other fibers of its thread run.  When no fiber
+ * of a thread is ready, its scheduler (vms_run or vms_fiber_join on the
+ * thread's own stack) sleeps in epoll_wait until the nearest timer, a
+ * ready fd, or a wake from another thread.  Ready fibers always run first:
+ * timers and fds are looked at when none is ready, so a fiber that only
+ * yields keeps waiting fibers waiting.  vms_run returns once every fiber
+ * has ended; a fiber parked with nobody left to wake it keeps it waiting.
+ *
+ * Each wait returns -EPERM when not called from a fiber.  A fiber killed
+ * in the middle of a wait (an overflow or a broken canary as it switches
+ * away) is taken out of every timer and fd table before its kill hook
+ * runs; nothing is left that could wake it.
+ */
+
+/*
+ * Suspends the calling fiber until vms_fiber_wake is called for it.  A wake
+ * that came before the park is not lost: it is saved (one, however many
+ * came) and the next park returns at once, taking it.  Returns 0, or:
+ *   -EPERM   not called from a fiber
+ *   -ENOMEM, -EMFILE  the thread's wake port (an eventfd, made on the
+ *            first park of the thread) could not be made
+ */
+VMS_API int vms_fiber_park(void);
+
+/*
+ * Wakes fiber f if it is parked, or saves the wake for its next
+ * vms_fiber_park.  Unlike the other fiber calls it may be called from any
+ * thread, and from the thread's own stack: a wake from another thread
+ * reaches f's scheduler, waking it if it sleeps in epoll_wait.  A wake
+ * does not interrupt vms_sleep_ns or vms_wait_fd.  Returns 0, or:
+ *   -EINVAL   f is not a fiber handle
+ *   -EALREADY f has ended (stale handle)
+ */
+VMS_API int vms_fiber_wake(vms_fiber f);
+
+/*
+ * Suspends the calling fiber for at least ns nanoseconds (CLOCK_MONOTONIC;
+ * timers are kept in a heap per thread, and fire with epoll_pwait2's
+ * precision).  Returns 0, or -EPERM (not a fiber), -ENOMEM.
+ */
+VMS_API int vms_sleep_ns(uint64_t ns);
+
+/*
+ * Suspends the calling fiber until fd is ready for one of events, level
+ * triggered, as poll() sees it: EPOLLIN, EPOLLPRI, EPOLLRDHUP and/or
+ * EPOLLOUT (the POLL* values are the same).  timeout_ns < 0 waits for
+ * ever; 0 only looks, without suspending.  Use non-blocking fds: as with
+ * poll, the data may be gone when the fiber runs.  Returns the ready
+ * events (EPOLLERR and EPOLLHUP are always reported), 0 on timeout, or:
+ *   -EPERM   not called from a fiber; or fd is a regular file or a
+ *            directory, which epoll refuses (they are always ready)
+ *   -EBADF   fd is not open, or was closed with vms_fd_close while waited on
+ *   -EBUSY   another fiber of this thread already waits on fd for the same
+ *            direction (EPOLLOUT, or any of the others): one fiber per fd
+ *            and direction, as the message says which one
+ *   -EINVAL  events is 0 or has other bits
+ *   -ENOMEM, -EMFILE  the thread's epoll set could not be made or grown
+ * An fd closed with plain close() while a fiber waits on it is dropped by
+ * the kernel without an event: that fiber waits until its timeout.  Close
+ * an fd that other fibers may wait on with vms_fd_close.
+ */
+VMS_API int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns);
+
+/*
+ * close(fd), after waking the fibers of the calling thread that wait on fd
+ * with -EBADF and forgetting fd's registration.  Returns 0, or close's
+ * negative errno.
+ */
+VMS_API int vms_fd_close(int fd);
 
 /* The calling thread's scheduler: what it did so far. */
 typedef struct vms_sched_stats {

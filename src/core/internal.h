@@ -19,7 +19,7 @@
 #define VMS_RELEASE_BATCH 32u                  /* stacks returned to the kernel at once */
 #define VMS_SLOT_BITS 28u                      /* vms_stack.id = region << 28 | slot */
 #define VMS_VMA_HEADROOM 1024                  /* VMAs left to the rest of the process */
-#define VMS_SLOT_EXT_BYTES 192                 /* room per slot for the task layer's record */
+#define VMS_SLOT_EXT_BYTES 256                 /* room per slot for the task layer's record */
 
 /* The canary at the lowest word of a fiber's stack: the kernel's STACK_END_MAGIC, twice. */
 #define VMS_STACK_END_MAGIC 0x57ac6e9d57ac6e9dULL

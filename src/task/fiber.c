@@ -244,6 +244,9 @@ static _Noreturn void kill_fiber(struct vms_sched *s, struct vms_fiber_desc *f, 
         if (f->on_kill)
             f->on_kill(f->on_kill_arg);
     }
+    /* Killed in the middle of a wait (no room to switch away): no timer or fd may point to it. */
+    if (f->wait)
+        vms__wait_forget(f);
     f->arg = NULL;
     finish(s, f, end);
 }
@@ -506,20 +509,24 @@ static int wait_end(struct vms_sched *s, struct vms_fiber_desc *f)
     if (f->joiner)
         return vms__fail(EBUSY, "fiber %llu '%s' is already being joined by another fiber",
                          (unsigned long long)f->task->id, f->task->name);
-    /* Cannot happen while joins are the only wait (f would be ready); never switch to ourselves. */
-    if (is_main && !s->ring)
-        return deadlock(s);
     if (!is_main) {
         leave_check(s, self);
         ring_del(s, self);
     }
     f->joiner = self;
-    switch_to(s, self, s->ring ? s->ring : &s->main);
-    if (f->ended) {
-        /* Main was put in the ring to be woken; it runs outside it. */
-        if (is_main)
-            ring_del(s, self);
-        return 0;
+    for (;;) {
+        /* Never switch to ourselves: main with nothing ready idles instead. */
+        if (s->ring || !is_main)
+            switch_to(s, self, s->ring ? s->ring : &s->main);
+        if (f->ended) {
+            /* Main was put in the ring to be woken; it runs outside it. */
+            if (is_main)
+                ring_del(s, self);
+            return 0;
+        }
+        /* Nothing ready: sleep until a timer, an fd or a wake readies a fiber. */
+        if (!is_main || !vms__wait_idle())
+            break;
     }
     f->joiner = NULL;
     return deadlock(s);
@@ -563,7 +570,34 @@ int vms_run(void)
     if (in_fiber(s))
         return vms__fail(EPERM, "vms_run from a fiber: run the scheduler from the thread's own stack");
     /* Back here once no fiber is ready: all ended, or all waiting. */
-    if (s->ring)
-        switch_to(s, &s->main, s->ring);
-    return s->stats.live ? deadlock(s) : 0;
+    for (;;) {
+        if (s->ring)
+            switch_to(s, &s->main, s->ring);
+        if (!s->stats.live)
+            return 0;
+        if (!vms__wait_idle())
+            return deadlock(s);
+    }
+}
+
+/* ---- waiting (the rest is in wait.c) ---- */
+
+void vms__sched_block(void)
+{
+    struct vms_sched *s = &sched;
+    struct vms_fiber_desc *cur = s->current;
+
+    leave_check(s, cur);
+    ring_del(s, cur);
+    switch_to(s, cur, s->ring ? s->ring : &s->main);
+}
+
+void vms__sched_ready(struct vms_fiber_desc *f)
+{
+    ring_add(&sched, f);
+}
+
+bool vms__sched_owns(const struct vms_fiber_desc *f)
+{
+    return atomic_load_explicit(&f->owner, memory_order_relaxed) == sched.serial;
 }

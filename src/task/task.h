@@ -35,6 +35,28 @@ struct vms_fiber_desc {
     void *san_fake;                   /* ASan fake stack while switched out */
     void *san_tsan;                   /* TSan fiber context */
     unsigned vg_id;                   /* valgrind stack registration, 0: none */
+    /*
+     * Waiting (wait.c).  wait says what the fiber sleeps on; with
+     * VMS_WAIT_NONE it is running, ready, or blocked in vms_fiber_join.  The
+     * other fields mean something only while wait says so.  Debuggers read
+     * them by name.
+     */
+    uint8_t wait;                     /* enum vms_fiber_wait */
+    int32_t wait_fd;                  /* VMS_WAIT_FD: the descriptor */
+    uint32_t wait_events;             /* VMS_WAIT_FD: the EPOLL* events wanted */
+    int32_t wait_result;              /* what the wait returns: events, 0 (timeout), -errno */
+    uint32_t wait_heap;               /* position + 1 in the thread's timer heap; 0: no timer */
+    uint64_t wait_deadline;           /* CLOCK_MONOTONIC ns at which the timer fires */
+    _Atomic uint64_t wake;            /* id << 1 | 1 while a wake is saved for the next park */
+    _Atomic(void *) wait_port;        /* the owner's port for wakes from other threads */
+};
+
+/* What a fiber waits for (vms_fiber_desc.wait). */
+enum vms_fiber_wait {
+    VMS_WAIT_NONE = 0, /* not waiting: running, ready, or joining */
+    VMS_WAIT_PARK,     /* in vms_fiber_park, until vms_fiber_wake */
+    VMS_WAIT_SLEEP,    /* in vms_sleep_ns, until wait_deadline */
+    VMS_WAIT_FD,       /* in vms_wait_fd on wait_fd, until ready or wait_deadline (when wait_heap) */
 };
 
 _Static_assert(sizeof(struct vms_fiber_desc) <= VMS_SLOT_EXT_BYTES, "a fiber descriptor fits its slot");
@@ -85,6 +107,29 @@ struct vms_fiber_desc *vms__fiber_current(void);
 int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
                      void *(*fn)(void *), void *arg, const vms_fiber_opts *opts);
 int vms__fiber_wait(struct vms_fiber_desc *f, vms_fiber_status *st);
+
+/*
+ * fiber.c, for wait.c: the scheduler's side of waiting.
+ *   - vms__sched_block: the current fiber, its wait already recorded, stops
+ *     being ready and switches away (to the next ready fiber, or to the
+ *     thread's own context, which then idles); returns once made ready.
+ *     May kill the fiber instead (no room to switch, broken canary), after
+ *     which vms__wait_forget has undone its wait.
+ *   - vms__sched_ready: makes a fiber of this thread that blocked ready.
+ *   - vms__sched_owns: whether f is a fiber of the calling thread (any thread).
+ * wait.c, for fiber.c:
+ *   - vms__wait_idle: the thread's own context has nothing ready: sleeps in
+ *     epoll_wait until a timer, an fd or a wake makes fibers ready, and
+ *     readies them.  false at once when no fiber waits for anything that
+ *     could come (only joins are left: a deadlock).
+ *   - vms__wait_forget: f ends while waiting: takes it out of the timer
+ *     heap and the fd table.
+ */
+void vms__sched_block(void);
+void vms__sched_ready(struct vms_fiber_desc *f);
+bool vms__sched_owns(const struct vms_fiber_desc *f);
+bool vms__wait_idle(void);
+void vms__wait_forget(struct vms_fiber_desc *f);
 
 /*
  * switch-x86_64.S: saves the callee-saved state on the current stack, stores
