@@ -39,12 +39,16 @@ if "run: skipped in a sanitizer build" not in table:
 s = d["scale"]
 assert s["guard_mode"] in ("madvise", "mprotect"), s
 nums(s, ("live_stacks", "vmas_added", "rss_per_stack_bytes", "spawn_all_s", "spawn_all_cpu_s", "mprotect_ceiling"))
+e = d["echo"]
+for k in ("req_per_s", "server_cpu_ns_per_req", "rss_per_idle_conn_bytes", "kernel_stack_per_idle_conn_bytes"):
+    nums(e[k], ("fibers", "threads", "epoll"))
+nums(e, ("connections", "idle_connections", "message_bytes"))
 t = d["tlb"]
 for series in ("guarded_4k", "huge_2m"):
     nums(t[series], ("1", "10", "100", "1000"))
 nums(t, ("huge_page_bytes", "stack_bytes", "touch_bytes"))
 ' "$json" "$dir/table"
-for p in spawn thread tlb scale; do
+for p in spawn thread tlb scale echo echo-rss; do
   check "vmstack-$p.png is a PNG" test "$(head -c 8 "$dir/plots/vmstack-$p.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
 done
 check "the table names every benchmark" grep -q "tlb: one turn" "$dir/table"

@@ -12,7 +12,8 @@
  * The client side is fibers too, one per connection, in this process.  A
  * first round with one message per connection brings the server to its
  * steady state (stack chunks mapped, fd tables grown); the VMA baseline is
- * taken after it, the fd baseline before it.
+ * taken after it, the fd baseline before it (after a few connections, so
+ * that the server's threads are up).
  */
 #include "check.h"
 #include "vmstack.h"
@@ -276,7 +277,12 @@ int main(int argc, char **argv)
     CHECK(err_fd >= 0);
     unlink(tmpl);
     pid = start_server(argv[1], err_fd);
-    /* The server's threads set up their epoll sets as they start: wait for them to settle. */
+    /*
+     * The server's threads make their epoll sets as they start: a few
+     * connections (spread over both threads by SO_REUSEPORT) make sure they
+     * have, before the fd baseline.
+     */
+    round_of(64, 1, 0);
     usleep(200000);
     fds0 = count_entries(pid, "fd");
 

@@ -22,6 +22,8 @@ static const struct bench benches[] = {
     { "cache", "spawn + join of fibers in bursts of 64: per-CPU cache on, off, off with no pool; 2 threads",
       bench_cache },
     { "tlb", "switch cost against live fibers (1..100,000): guarded 4 KiB pages vs huge pages", bench_tlb },
+    { "echo", "a TCP echo server, 1,000 connections: fibers vs a thread per connection vs an epoll loop; "
+              "memory per idle connection (10,000)", bench_echo },
     /* Last: a million stacks leave more memory mapped than fork() can account for afterwards. */
     { "scale", "1,000,000 live fibers: VMAs, RSS and time; the mprotect mode's VMA ceiling (one shot)",
       bench_scale },
@@ -224,7 +226,7 @@ static void help(void)
            "  --json      print one JSON object with every benchmark's figures to stdout\n"
            "              (the table goes to stderr)\n"
            "  --plot DIR  also draw PNG plots with gnuplot into DIR (created if needed):\n"
-           "              vmstack-{spawn,thread,tlb,scale,alloc,switch}.png, their .dat files\n"
+           "              vmstack-{spawn,thread,tlb,scale,alloc,switch,echo,echo-rss}.png, their .dat files\n"
            "              and the script vmstack-plots.gp; nothing else in DIR is touched\n\n"
            "VMSTACK_BENCH_QUICK=1 runs a reduced version (fewer rounds, smaller sizes) for tests.\n\n"
            "Benchmarks:\n");

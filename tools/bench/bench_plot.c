@@ -43,6 +43,10 @@ static const struct plot_def defs[] = {
       "ns per alloc + free (log scale)", "median of interleaved runs", 0, 1 },
     { "switch", BARS, "Fiber switch in a ping-pong", "switch", "ns per switch (log scale)",
       "median of interleaved runs", 0, 1 },
+    { "echo", BARS, "TCP echo server on loopback, 1,000 connections, 64-byte requests", "server",
+      "requests per second", "median of interleaved runs", 0, 0 },
+    { "echo-rss", BARS, "Resident memory per idle connection, 10,000 connections open", "server",
+      "bytes per connection", "one shot", 0, 0 },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
