@@ -1,10 +1,11 @@
 /*
  * bench echo: the same TCP echo server on loopback written three ways, in
  * child processes, against one load generator (this process, one epoll
- * loop): vmstack fibers (one thread, a fiber per connection, blocking-style
- * code over vms_wait_fd), a glibc thread per connection (blocking I/O),
- * and a plain epoll callback loop on one thread, the lower bound with no
- * stack per connection at all.
+ * loop): vmstack fibers (a fiber per connection, blocking-style code over
+ * vms_wait_fd), a glibc thread per connection (blocking I/O), and a plain
+ * epoll callback loop, the lower bound with no stack per connection at
+ * all.  Fibers and the epoll loop run a scheduler (loop) per CPU, as a
+ * thread per connection uses every CPU too.
  *
  *   - Requests per second with 1,000 connections, each with one 64-byte
  *     request in flight at a time: interleaved rounds, medians.  The
@@ -160,30 +161,64 @@ static void serve_epoll(int lfd)
     }
 }
 
-/* Forks a server of kind on a fresh loopback port; its pid, and the port in *addr. */
-static pid_t server_start(enum kind k, struct sockaddr_in *addr)
+/* A loop per listening socket, on threads of their own but the first. */
+static void *serve_thread(void *arg)
+{
+    intptr_t v = (intptr_t)arg;
+
+    if (v >> 32 == FIBERS)
+        serve_fibers((int)(v & 0xffffffff));
+    else
+        serve_epoll((int)(v & 0xffffffff));
+    return NULL;
+}
+
+static int listen_on(struct sockaddr_in *addr)
 {
     socklen_t len = sizeof *addr;
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    pid_t pid;
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-    *addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)addr, sizeof *addr) || listen(lfd, SOMAXCONN) ||
-        getsockname(lfd, (struct sockaddr *)addr, &len)) {
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) ||
+        bind(fd, (struct sockaddr *)addr, sizeof *addr) || listen(fd, SOMAXCONN) ||
+        getsockname(fd, (struct sockaddr *)addr, &len)) {
         perror("vmstack bench echo: listen");
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
+    return fd;
+}
+
+/*
+ * Forks a server of kind on a fresh loopback port; its pid, and the port in
+ * *addr.  Every kind uses every CPU: a thread per connection by itself, the
+ * fibers and the epoll loop with a thread (scheduler, loop) per CPU, each
+ * on its own listening socket of the port (SO_REUSEPORT).
+ */
+static pid_t server_start(enum kind k, struct sockaddr_in *addr)
+{
+    int n = k == THREADS ? 1 : (int)sysconf(_SC_NPROCESSORS_ONLN), lfd[64];
+    pid_t pid;
+
+    if (n < 1 || n > 64)
+        n = n < 1 ? 1 : 64;
+    *addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    for (int i = 0; i < n; i++)
+        if ((lfd[i] = listen_on(addr)) < 0)
+            return -1;
     pid = fork();
     if (pid == 0) {
-        if (k == FIBERS)
-            serve_fibers(lfd);
-        else if (k == THREADS)
-            serve_threads(lfd);
-        else
-            serve_epoll(lfd);
+        pthread_t t;
+
+        if (k == THREADS)
+            serve_threads(lfd[0]);
+        for (int i = 1; i < n; i++)
+            pthread_create(&t, NULL, serve_thread, (void *)((intptr_t)k << 32 | lfd[i]));
+        serve_thread((void *)((intptr_t)k << 32 | lfd[0]));
         _exit(1);
     }
-    close(lfd);
+    for (int i = 0; i < n; i++)
+        close(lfd[i]);
     if (pid < 0)
         perror("vmstack bench echo: fork");
     return pid;
