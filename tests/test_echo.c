@@ -14,8 +14,14 @@
  * steady state (stack chunks mapped, fd tables grown); the VMA baseline is
  * taken after it, the fd baseline before it (after a few connections, so
  * that the server's threads are up).
+ *
+ * Under ThreadSanitizer a fiber's context costs the runtime about 1 MB, so
+ * the default there is 1,000 connections of 20 messages; and the runtime
+ * maps shadow memory of its own as the server touches new memory, so the
+ * server's VMAs are not compared there (its descriptors still are).
  */
 #include "check.h"
+#include "core/sanitizer.h"
 #include "vmstack.h"
 
 #include <arpa/inet.h>
@@ -32,6 +38,16 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef VMS_SAN_THREAD
+#define DEFAULT_CONNS 1000
+#define DEFAULT_MSGS 20
+#define COMPARE_VMAS 0
+#else
+#define DEFAULT_CONNS 10000
+#define DEFAULT_MSGS 100
+#define COMPARE_VMAS 1
+#endif
 
 #define MAX_SIZE 4096
 #define MAGIC "overflow\n"
@@ -252,7 +268,7 @@ static pid_t start_server(const char *path, int err_fd)
 
 int main(int argc, char **argv)
 {
-    int n = argc > 2 ? atoi(argv[2]) : 10000, m = argc > 3 ? atoi(argv[3]) : 100, status;
+    int n = argc > 2 ? atoi(argv[2]) : DEFAULT_CONNS, m = argc > 3 ? atoi(argv[3]) : DEFAULT_MSGS, status;
     struct rlimit rl;
     char tmpl[] = "/tmp/vms-echo-XXXXXX";
     static char report[1 << 16];
@@ -293,9 +309,11 @@ int main(int argc, char **argv)
     round_of(n, m, 1);
     fds = settle(pid, "fd", fds0);
     vmas = settle(pid, "maps", vmas0);
-    fprintf(stderr, "server: %ld fds (baseline %ld), %ld VMAs (baseline %ld)\n", fds, fds0, vmas, vmas0);
+    fprintf(stderr, "server: %ld fds (baseline %ld), %ld VMAs (baseline %ld%s)\n", fds, fds0, vmas, vmas0,
+            COMPARE_VMAS ? "" : ", not compared under ThreadSanitizer");
     CHECK_EQ(fds, fds0);
-    CHECK_EQ(vmas, vmas0);
+    if (COMPARE_VMAS)
+        CHECK_EQ(vmas, vmas0);
 
     /* The server is alive, and reported the killed connection's overflow. */
     CHECK_EQ(waitpid(pid, &status, WNOHANG), 0);
@@ -306,6 +324,9 @@ int main(int argc, char **argv)
     CHECK(strstr(report, "vmstack: fiber 'conn-"));
     CHECK(strstr(report, "] parse"));
     CHECK(strstr(report, "vmstack: killed fiber 'conn-"));
+    /* A sanitized server reports what it finds on its stderr, and goes on. */
+    CHECK(!strstr(report, "WARNING: ThreadSanitizer") && !strstr(report, "ERROR: AddressSanitizer") &&
+          !strstr(report, "runtime error:"));
     kill(pid, SIGTERM);
     CHECK_EQ(waitpid(pid, &status, 0), pid);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
