@@ -12,8 +12,9 @@
  * straight to the next fiber; round-robin in spawn order, and new or woken
  * fibers join just behind the running one, as at the tail of a FIFO.  The
  * main context is resumed when a fiber it joins has ended (it is put in the
- * ring, and leaves it on arrival), or when the ring is empty, which is how
- * vms_run() returns and how a deadlock is noticed.  The current context is
+ * ring, and leaves it on arrival), or when the ring is empty: then it sleeps
+ * until a waiting fiber can go on (wait.c), or, with nothing to wait for,
+ * vms_run() returns or a deadlock is noticed.  The current context is
  * recorded only once a switch has arrived, so a fault anywhere before that
  * is charged to the fiber that made it.
  *

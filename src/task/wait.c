@@ -435,7 +435,7 @@ static struct timespec *idle_timeout(struct waiter *w, struct timespec *ts)
 bool vms__wait_idle(void)
 {
     struct waiter *w = me;
-    struct timespec ts, *tmo;
+    struct timespec ts, zero = { 0, 0 }, *tmo;
     uint64_t now;
     int n;
 
@@ -447,7 +447,7 @@ bool vms__wait_idle(void)
     if (w->port) {
         pthread_mutex_lock(&w->port->lock);
         if (w->port->n)
-            tmo = &(struct timespec){ 0, 0 };
+            tmo = &zero; /* wakes are waiting already: only look */
         else
             w->port->sleeping = true;
         pthread_mutex_unlock(&w->port->lock);
