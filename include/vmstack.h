@@ -152,20 +152,26 @@ static inline void *vms_stack_top(const vms_stack *st)
 }
 
 /*
- * Allocates a guarded stack of size usable bytes (0: the configured default).
- * A stack of a size not seen before gets its own region of address space;
- * up to VMS_MAX_SIZES different sizes can be in use in one process.  The fast
- * path takes a warm stack from this CPU's cache: no lock, no syscall and no
- * page fault.  Returns 0 and fills *st, or:
- *   -EINVAL  size not a page multiple, below 16 KiB or above 1 GiB
- *   -ENOSPC  the region reserved for this size is full (raise VMSTACK_RESERVE),
- *            or VMS_MAX_SIZES different sizes are already in use
+ * Allocates a guarded stack of at least size usable bytes (0: the
+ * configured default).  Any size up to 1 GiB is accepted and rounded up to
+ * a size class: a page multiple of at least 16 KiB, 1, 1.25, 1.5 or 1.75
+ * times a power of two (16, 20, 24, 28, 32, 40, 48, 56, 64, 80 KiB, ...,
+ * 8, 10, 12, 14, 16 MiB, ..., 1 GiB; VMS_MAX_SIZES classes).  st->size is
+ * the class size.  Rounding costs at most 25% more usable bytes than
+ * asked for, in address space only (untouched pages use no memory), and
+ * an overflow is caught that much deeper.  Each class in use has its own
+ * region: VMSTACK_RESERVE bytes of address space, reserved on the class's
+ * first allocation.  The fast path takes a warm stack from this CPU's
+ * cache: no lock, no syscall and no page fault.  Returns 0 and fills *st,
+ * or:
+ *   -EINVAL  size above 1 GiB
+ *   -ENOSPC  the region reserved for this class is full (raise VMSTACK_RESERVE)
  *   -ENOMEM  the kernel refused memory, address space or a mapping (for
  *            example vm.max_map_count in mprotect mode); see vms_last_error()
  * A failed allocation changes nothing: all live stacks stay valid.
  */
 VMS_API int vms_stack_alloc(vms_stack *st, size_t size);
-#define VMS_MAX_SIZES 16
+#define VMS_MAX_SIZES 65
 
 /*
  * Frees a stack; its handle becomes stale.  Returns 0, or:
@@ -234,7 +240,7 @@ typedef struct vms_fiber {
 /* Options of vms_fiber_spawn; NULL or all zero for the defaults. */
 typedef struct vms_fiber_opts {
     const char *name;   /* for reports; the first 31 bytes are kept; NULL: "fiber" */
-    size_t stack_size;  /* usable stack bytes; 0: the configured default (64 KiB) */
+    size_t stack_size;  /* usable stack bytes, rounded up to a size class; 0: the configured default (64 KiB) */
     int detached;       /* nonzero: never joined; its stack is freed as it ends */
 } vms_fiber_opts;
 
@@ -256,7 +262,8 @@ typedef struct vms_fiber_status {
  * next schedules (vms_run, vms_fiber_join, vms_yield).  May be called from a
  * fiber.  Fills *f (may be NULL for a detached fiber).  Returns 0, or:
  *   -EINVAL  fn is NULL, f is NULL for a joinable fiber, or a stack size
- *            that vms_stack_alloc refuses (page multiple, 16 KiB .. 1 GiB)
+ *            above 1 GiB (other sizes are rounded up to a size class, see
+ *            vms_stack_alloc)
  *   -ENOSPC, -ENOMEM  no stack could be had; see vms_stack_alloc
  */
 VMS_API int vms_fiber_spawn(vms_fiber *f, void *(*fn)(void *), void *arg, const vms_fiber_opts *opts);
@@ -336,7 +343,7 @@ VMS_API void vms_sched_stats_get(vms_sched_stats *st);
 /*
  * pthread_create on a guarded vmstack stack.  The stack size is attr's
  * (pthread_attr_setstacksize, else glibc's default, typically 8 MiB),
- * rounded up to a page and to at least 16 KiB, or the configured default
+ * rounded up to its size class (see vms_stack_alloc), or the configured default
  * stack size when attr is NULL; attr's other settings apply as given; an
  * attr with a stack of its own (pthread_attr_setstack) is refused with
  * -EINVAL.  name (may be NULL; at most 15 characters reach the kernel) is

@@ -6,8 +6,9 @@
  * Why a region per size rather than one region for all sizes: with fixed
  * geometry the slot of an address is one division, with no lock and no
  * search, which the fault handler needs; neighbouring guards line up; and a
- * freed slot fits any later request of its region.  Programs use a handful
- * of stack sizes, so VMS_MAX_SIZES regions are plenty.
+ * freed slot fits any later request of its region.  Requested sizes are
+ * rounded up to a size class (sizeclass.c), so VMS_MAX_SIZES regions, one
+ * per class, cover every size.
  */
 #include "core/internal.h"
 
@@ -67,8 +68,6 @@ static int region_create(size_t stack_size, struct vms_region **out)
     struct vms_region *r;
     size_t cache_bytes;
 
-    if (n == VMS_MAX_SIZES)
-        return vms__fail(ENOSPC, "%d different stack sizes are in use already: use fewer sizes", VMS_MAX_SIZES);
     r = vms__os_alloc(sizeof *r);
     if (!r)
         return vms__fail(ENOMEM, "out of memory for the descriptor of a stack region");
@@ -92,24 +91,23 @@ static int region_create(size_t stack_size, struct vms_region **out)
 struct vms_region *vms__region_for(size_t stack_size, int *err)
 {
     struct vms_region *r;
+    size_t size;
     int rc;
 
     if ((rc = vms__ensure_init())) {
         *err = rc;
         return NULL;
     }
-    if (stack_size == 0)
-        stack_size = vms__g.cfg.stack_size;
-    if ((r = find_region(stack_size)))
-        return r;
-    if (stack_size % vms__g.page || stack_size < VMS_MIN_STACK || stack_size > VMS_MAX_STACK) {
-        *err = vms__fail(EINVAL, "stack size %zu: must be a multiple of the page size (%zu) from 16 KiB to 1 GiB",
-                         stack_size, vms__g.page);
+    size = vms__size_class(stack_size ? stack_size : vms__g.cfg.stack_size);
+    if (size == 0) {
+        *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
         return NULL;
     }
+    if ((r = find_region(size)))
+        return r;
     pthread_mutex_lock(&vms__g.lock);
-    r = find_region(stack_size);
-    if (!r && (rc = region_create(stack_size, &r)))
+    r = find_region(size);
+    if (!r && (rc = region_create(size, &r)))
         *err = rc;
     pthread_mutex_unlock(&vms__g.lock);
     return r;

@@ -17,9 +17,11 @@
 #define VMS_MAX_CACHE 64u
 #define VMS_CHUNK_TARGET ((size_t)32 << 20)   /* bytes of slots mapped per growth */
 #define VMS_RELEASE_BATCH 32u                  /* stacks returned to the kernel at once */
-#define VMS_SLOT_BITS 28u                      /* vms_stack.id = region << 28 | slot */
+#define VMS_SLOT_BITS 25u                      /* vms_stack.id = region << 25 | slot: room for VMS_MAX_SIZES regions */
 #define VMS_VMA_HEADROOM 1024                  /* VMAs left to the rest of the process */
 #define VMS_SLOT_EXT_BYTES 192                 /* room per slot for the task layer's record */
+
+_Static_assert(VMS_MAX_SIZES <= 1u << (32 - VMS_SLOT_BITS), "a stack id has room for every region's index");
 
 /* The canary at the lowest word of a fiber's stack: the kernel's STACK_END_MAGIC, twice. */
 #define VMS_STACK_END_MAGIC 0x57ac6e9d57ac6e9dULL
@@ -121,6 +123,12 @@ void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
 long vms__os_count_vmas(void);
 long vms__os_max_map_count(void);
+
+/*
+ * sizeclass.c: the class size is rounded up to (a page multiple, 16 KiB
+ * to 1 GiB), or 0 for a size above 1 GiB.  Pure arithmetic.
+ */
+size_t vms__size_class(size_t size);
 
 /* area.c */
 struct vms_region *vms__region_for(size_t stack_size, int *err);
