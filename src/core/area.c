@@ -256,6 +256,21 @@ int vms_on_stack(const void *ptr, vms_stack *st)
     return 1;
 }
 
+int vms_stack_free_sp(void *addr)
+{
+    struct vms_loc loc;
+    vms_stack st;
+
+    vms__locate(addr, &loc);
+    if (loc.where != VMS_AT_STACK) /* the top of a stack is the first byte above it */
+        vms__locate((char *)addr - 1, &loc);
+    if (loc.where != VMS_AT_STACK ||
+        (uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != VMS_SLOT_LIVE)
+        return vms__fail(EINVAL, "%p is on no live vmstack stack: foreign pointer, or freed already", addr);
+    vms__fill_handle(loc.region, loc.slot, &st);
+    return vms_stack_free(&st);
+}
+
 struct vms_task *vms__task_of(const vms_stack *st)
 {
     struct vms_loc loc;

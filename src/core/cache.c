@@ -451,5 +451,6 @@ void vms_stats_get(vms_stats *s)
         s->release_calls += r->release_calls;
         pthread_mutex_unlock(&r->lock);
     }
-    s->live -= s->cached;
+    s->altstacks = (size_t)atomic_load_explicit(&vms__g.altstacks, memory_order_relaxed);
+    s->live -= s->cached + s->altstacks;
 }

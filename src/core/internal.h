@@ -30,14 +30,17 @@ _Static_assert(VMS_MAX_SIZES <= 1u << (32 - VMS_SLOT_BITS), "a stack id has room
 enum { VMS_SLOT_UNUSED = 0, VMS_SLOT_FREE = 1, VMS_SLOT_LIVE = 2 };
 
 /* What runs on a stack, as far as reports and classification care. */
-enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TASK_ALTSTACK };
+enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TASK_ALTSTACK, VMS_TASK_STACK };
 
 struct vms_task {
-    int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack */
-    uint64_t id;              /* fiber id, or thread id (tid) */
+    int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack, STACK
+                                 once its user named it or gave it an overflow handler */
+    uint64_t id;              /* fiber id, thread id (tid), or a STACK's vms_stack.id */
     char name[32];
     void *start;              /* the task's start routine, for reports */
     void *owner;              /* the thread's record in libvmstack-preload.so */
+    vms_stack_overflow_fn on_overflow; /* a STACK's runtime ends its coroutine here */
+    void *on_overflow_arg;
 };
 
 /*
@@ -102,6 +105,7 @@ struct vms_global {
     long vmas_counted;                /* last count of /proc/self/maps lines */
     long vmas_added;                  /* VMAs our guards added since that count */
     _Atomic uint64_t overflows;       /* caught by the fault layer, for vms_stats */
+    _Atomic long altstacks;           /* live alternate signal stacks, kept out of vms_stats.live */
 };
 extern struct vms_global vms__g;
 
