@@ -23,7 +23,7 @@ static time_t deadline;
 /* A part of the table per region, an entry per slot (stack ids are region << VMS_SLOT_BITS | slot). */
 static uint32_t key(const vms_stack *st)
 {
-    uint32_t part = TABLE / VMS_MAX_SIZES, slot = st->id & ((1u << VMS_SLOT_BITS) - 1);
+    uint32_t part = TABLE / VMS_MAX_REGIONS, slot = st->id & ((1u << VMS_SLOT_BITS) - 1);
 
     CHECK(slot < part);
     return (st->id >> VMS_SLOT_BITS) * part + slot;

@@ -7,8 +7,8 @@
  * geometry the slot of an address is one division, with no lock and no
  * search, which the fault handler needs; neighbouring guards line up; and a
  * freed slot fits any later request of its region.  Requested sizes are
- * rounded up to a size class (sizeclass.c), so VMS_MAX_SIZES regions, one
- * per class, cover every size.
+ * rounded up to a size class (sizeclass.c), so a region per class (and
+ * guard size in use) covers every size.
  */
 #include "core/internal.h"
 
@@ -16,23 +16,23 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static struct vms_region *find_region(size_t stack_size)
+static struct vms_region *find_region(size_t stack_size, size_t guard_size)
 {
     unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
 
     for (unsigned i = 0; i < n; i++)
-        if (vms__g.regions[i]->stack_size == stack_size)
+        if (vms__g.regions[i]->stack_size == stack_size && vms__g.regions[i]->guard_size == guard_size)
             return vms__g.regions[i];
     return NULL;
 }
 
 /* Chunks of about VMS_CHUNK_TARGET bytes, and as many as the reserve holds. */
-static void set_geometry(struct vms_region *r, size_t stack_size)
+static void set_geometry(struct vms_region *r, size_t stack_size, size_t guard_size)
 {
     size_t reserve = vms__g.cfg.reserve;
 
     r->stack_size = stack_size;
-    r->guard_size = vms__g.cfg.guard_size;
+    r->guard_size = guard_size;
     r->slot_size = r->guard_size + stack_size;
     r->chunk_slots = VMS_CHUNK_TARGET / r->slot_size;
     if (r->chunk_slots == 0)
@@ -62,16 +62,19 @@ static int region_fail(struct vms_region *r, size_t stack_size, size_t cache_byt
                      reserve >> 20, stack_size >> 10);
 }
 
-static int region_create(size_t stack_size, struct vms_region **out)
+static int region_create(size_t stack_size, size_t guard_size, struct vms_region **out)
 {
     unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_relaxed);
     struct vms_region *r;
     size_t cache_bytes;
 
+    if (n == VMS_MAX_REGIONS)
+        return vms__fail(ENOSPC, "%u regions (size classes times guard sizes) are in use already: use fewer "
+                                 "guard sizes", VMS_MAX_REGIONS);
     r = vms__os_alloc(sizeof *r);
     if (!r)
         return vms__fail(ENOMEM, "out of memory for the descriptor of a stack region");
-    set_geometry(r, stack_size);
+    set_geometry(r, stack_size, guard_size);
     r->index = n;
     /* A cache line per CPU at least, so CPUs do not share cache entries' lines. */
     r->cache_stride = (vms__g.cfg.cache + 15u) & ~15u;
@@ -88,7 +91,7 @@ static int region_create(size_t stack_size, struct vms_region **out)
     return 0;
 }
 
-struct vms_region *vms__region_for(size_t stack_size, int *err)
+struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err)
 {
     struct vms_region *r;
     size_t size;
@@ -103,11 +106,13 @@ struct vms_region *vms__region_for(size_t stack_size, int *err)
         *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
         return NULL;
     }
-    if ((r = find_region(size)))
+    if (!guard_size || vms__g.mode == VMS_GUARD_NONE)
+        guard_size = vms__g.cfg.guard_size;
+    if ((r = find_region(size, guard_size)))
         return r;
     pthread_mutex_lock(&vms__g.lock);
-    r = find_region(size);
-    if (!r && (rc = region_create(size, &r)))
+    r = find_region(size, guard_size);
+    if (!r && (rc = region_create(size, guard_size, &r)))
         *err = rc;
     pthread_mutex_unlock(&vms__g.lock);
     return r;

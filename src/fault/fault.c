@@ -444,6 +444,8 @@ static int install(void)
 
 static size_t altstack_size(void)
 {
+    if (vms__g.altstack_size)
+        return vms__g.altstack_size;
     return vms__g.cfg.stack_size > ALTSTACK_MIN ? vms__g.cfg.stack_size : ALTSTACK_MIN;
 }
 
