@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
+#include <regex.h>
 #include <string>
 #include <vector>
 
@@ -90,17 +90,21 @@ __attribute__((noinline, noclone)) long deep(long n)
 }
 } // namespace app
 
+// Whether a whole line of text matches the extended regular expression re.
 static bool has_line(const std::string &text, const char *re)
 {
-    std::regex r(re);
+    std::string anchored = std::string("^") + re + "$";
     std::size_t pos = 0, end;
+    regex_t r;
+    bool found = false;
 
-    while ((end = text.find('\n', pos)) != std::string::npos) {
-        if (std::regex_match(text.substr(pos, end - pos), r))
-            return true;
+    CHECK(regcomp(&r, anchored.c_str(), REG_EXTENDED | REG_NOSUB) == 0);
+    while (!found && (end = text.find('\n', pos)) != std::string::npos) {
+        found = regexec(&r, text.substr(pos, end - pos).c_str(), 0, nullptr, 0) == 0;
         pos = end + 1;
     }
-    return false;
+    regfree(&r);
+    return found;
 }
 
 static void overflow()
