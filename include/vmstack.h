@@ -108,7 +108,12 @@ VMS_API int vms_config_from_env(vms_config *cfg);
  * is NULL.  Calling nothing is fine too: the first allocation initialises
  * with defaults plus environment.  Returns 0; -EINVAL for bad settings;
  * -EBUSY if vmstack was already initialised with different settings;
- * -ENOMEM if the guard probe could not map its two pages.
+ * -ENOMEM if the guard probe could not map its two pages.  Under `vmstack
+ * run`, a program linked with libvmstack.so shares the run's instance,
+ * which starts with the defaults plus environment; the program's own
+ * vms_init still succeeds and its settings apply from then on, except the
+ * guard mode and the cache size (-EBUSY if they differ: set VMSTACK_GUARD
+ * and VMSTACK_CACHE instead).
  */
 VMS_API int vms_init(const vms_config *cfg);
 
@@ -426,9 +431,19 @@ VMS_API int vms_thread_detach(pthread_t thread);
  *   vmstack:  ... N frames not shown ...
  *   vmstack: killed fiber 'NAME'          (or)    vmstack: aborting
  *
+ * The last line may also read "vmstack: killed stack 'NAME': its overflow
+ * handler ends the coroutine" (vms_stack_on_overflow), or, when the policy
+ * said kill and the task cannot be killed, "vmstack: aborting: " and why:
+ * "a thread cannot be killed alone", "stack 'NAME' has no overflow
+ * handler to end it (vms_stack_on_overflow)", "fiber 'NAME' is not the
+ * one running here and cannot be killed".
+ *
  * TASK is "fiber 'NAME' (id N) on thread 'NAME' (tid N)", "thread 'NAME'
- * (tid N)" or "a stack without a task, on thread 'NAME' (tid N)", followed
- * by ", start routine function+0xOFF/0xSIZE [module]" when known.  A frame
+ * (tid N)", "stack 'NAME' on thread 'NAME' (tid N)" (a stack named with
+ * vms_stack_set_name or given an overflow handler) or "a stack without a
+ * task, on thread 'NAME' (tid N)", followed
+ * by ", start routine function+0xOFF/0xSIZE [module]" when known.  C++
+ * names are shown demangled.  A frame
  * in no known function reads "?? [module+0xOFF]".  Repeated frames (deep
  * recursion) are folded; the first 24 and last 8 runs of frames are shown.
  * A wild access reads instead:
