@@ -25,8 +25,11 @@ size_t vms__size_class(size_t size)
         return 0;
     if (size <= VMS_MIN_STACK)
         return VMS_MIN_STACK;
-    /* The power of two below size, then quarter steps of it: 2^k < size <= 2^(k+1). */
+    /*
+     * The power of two below size, then quarter steps of it: 2^k < size <=
+     * 2^(k+1).  Masks, not a division: this runs on every allocation.
+     */
     octave = (size_t)1 << (63 - __builtin_clzll((unsigned long long)(size - 1)));
-    step = octave / 4;
-    return (size + step - 1) / step * step;
+    step = octave >> 2;
+    return (size + step - 1) & ~(step - 1);
 }
