@@ -101,6 +101,9 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
         *err = rc;
         return NULL;
     }
+    /* Most stacks are of the default size: its region is remembered, no class or search. */
+    if (!stack_size && !guard_size && (r = atomic_load_explicit(&vms__g.default_region, memory_order_acquire)))
+        return r;
     size = vms__size_class(stack_size ? stack_size : vms__g.cfg.stack_size);
     if (size == 0) {
         *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
@@ -108,13 +111,15 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
     }
     if (!guard_size || vms__g.mode == VMS_GUARD_NONE)
         guard_size = vms__g.cfg.guard_size;
-    if ((r = find_region(size, guard_size)))
-        return r;
-    pthread_mutex_lock(&vms__g.lock);
-    r = find_region(size, guard_size);
-    if (!r && (rc = region_create(size, guard_size, &r)))
-        *err = rc;
-    pthread_mutex_unlock(&vms__g.lock);
+    if (!(r = find_region(size, guard_size))) {
+        pthread_mutex_lock(&vms__g.lock);
+        r = find_region(size, guard_size);
+        if (!r && (rc = region_create(size, guard_size, &r)))
+            *err = rc;
+        pthread_mutex_unlock(&vms__g.lock);
+    }
+    if (r && !stack_size && guard_size == vms__g.cfg.guard_size)
+        atomic_store_explicit(&vms__g.default_region, r, memory_order_release);
     return r;
 }
 

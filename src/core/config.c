@@ -192,6 +192,7 @@ static int replace_locked(const vms_config *cfg)
                                 "VMSTACK_CACHE): set them in the environment instead");
     vms__g.cfg = *cfg;
     atomic_store(&vms__g.scrub, cfg->scrub != 0);
+    atomic_store(&vms__g.default_region, NULL); /* the default size or guard may be new */
     return 0;
 }
 

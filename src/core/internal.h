@@ -112,6 +112,7 @@ struct vms_global {
     _Atomic uint64_t overflows;       /* caught by the fault layer, for vms_stats */
     _Atomic long altstacks;           /* live alternate signal stacks, kept out of vms_stats.live */
     size_t altstack_size;             /* 0: 64 KiB, or the default stack size when larger */
+    struct vms_region *_Atomic default_region; /* of the default size and guard, once used */
     bool provisional;                 /* set up by `vmstack run`: the program's vms_init may still
                                          replace the configuration */
 };
