@@ -6,6 +6,9 @@
 //             stack: the report names it and shows the demangled C++
 //             function, only that continuation ends, the others finish
 //             with the right results and the process lives on
+//   worker    a continuation made on the main thread overflows while a
+//             std::thread that never called vmstack resumes it (as a
+//             work-stealing scheduler does): reported there, by name
 //   raii      vmstack::stack frees its stack, moves, and throws on bad sizes
 #include "vmstack.hpp"
 
@@ -14,6 +17,7 @@
 #include <cstring>
 #include <regex.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #define CHECK(cond)                                                                  \
@@ -149,6 +153,36 @@ static void overflow()
     CHECK(text.find("_ZN3app4deep") == std::string::npos);
 }
 
+static void worker()
+{
+    long done = 0;
+    auto c = vmstack::callcc("stolen", [&done](ctx::continuation &&sink) {
+        sink = sink.resume();
+        done = app::deep(1L << 40);
+        return std::move(sink);
+    });
+    vmstack::continuation other = vmstack::callcc("stays", [&done](ctx::continuation &&sink) {
+        sink = sink.resume();
+        done += 1;
+        return std::move(sink);
+    });
+
+    vms_set_report_callback(capture, nullptr);
+    std::thread t([&c] {
+        pthread_setname_np(pthread_self(), "thief");
+        CHECK(!c.resume() && c.overflowed());
+    });
+    t.join();
+    CHECK(!other.resume() && !other.overflowed() && done == 1);
+    vms_set_report_fd(2);
+    std::string text(report, report_len);
+    std::fwrite(report, 1, report_len, stderr);
+    CHECK(has_line(text, "vmstack: stack 'stolen' on thread 'thief' \\(tid [0-9]+\\)"));
+    CHECK(has_line(text, "vmstack:  \\[<0x[0-9a-f]+>\\] app::deep\\(long\\)\\+0x[0-9a-f]+/0x[0-9a-f]+ \\[test_boost\\]"));
+    CHECK(has_line(text, "vmstack: killed stack 'stolen': its overflow handler ends the coroutine"));
+    CHECK(live_stacks() == 0);
+}
+
 static void raii()
 {
     void *base;
@@ -177,10 +211,12 @@ int main(int argc, char **argv)
         many();
     else if (what == "overflow")
         overflow();
+    else if (what == "worker")
+        worker();
     else if (what == "raii")
         raii();
     else {
-        std::fprintf(stderr, "usage: %s many|overflow|raii\n", argv[0]);
+        std::fprintf(stderr, "usage: %s many|overflow|worker|raii\n", argv[0]);
         return 2;
     }
     std::printf("%s: ok\n", what.c_str());
