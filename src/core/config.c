@@ -184,13 +184,19 @@ static int init_locked(const vms_config *cfg)
 static int replace_locked(const vms_config *cfg)
 {
     int rc = vms__config_check(cfg);
+    vms_config next = *cfg;
 
     if (rc)
         return rc;
-    if (cfg->guard != vms__g.cfg.guard || cfg->cache != vms__g.cfg.cache)
+    /* auto is whichever guard the run found, unless that is none. */
+    if ((cfg->guard != vms__g.cfg.guard && (cfg->guard != VMS_GUARD_AUTO || vms__g.mode == VMS_GUARD_NONE)) ||
+        cfg->cache != vms__g.cfg.cache)
         return vms__fail(EBUSY, "under vmstack run the guard mode and the cache size are set already (VMSTACK_GUARD, "
                                 "VMSTACK_CACHE): set them in the environment instead");
-    vms__g.cfg = *cfg;
+    next.guard = vms__g.cfg.guard;
+    if (next.guard == VMS_GUARD_NONE)
+        next.guard_size = 0;
+    vms__g.cfg = next;
     atomic_store(&vms__g.scrub, cfg->scrub != 0);
     atomic_store(&vms__g.default_region, NULL); /* the default size or guard may be new */
     return 0;
