@@ -365,6 +365,9 @@ VMS_API int vms_fiber_on_kill(void (*fn)(void *), void *arg);
  * yields keeps waiting fibers waiting.  vms_run returns once every fiber
  * has ended; a fiber parked with nobody left to wake it keeps it waiting.
  *
+ * A child of fork() shares the epoll set of the thread that forked: it
+ * should exec (the set is close-on-exec), not wait with inherited fibers.
+ *
  * Each wait returns -EPERM when not called from a fiber.  A fiber killed
  * in the middle of a wait (an overflow or a broken canary as it switches
  * away) is taken out of every timer and fd table before its kill hook
