@@ -82,6 +82,22 @@ echo "$out" | sed -n 3p | grep -q '^0x[0-9a-f]\{16\}  *200[0-9][0-9]  clash  *fr
     fail "largest frame not first: $out"
 echo "$out" | grep -q '  dynamic  *frame_vla \[cs_frames\]$' || fail "frame_vla not dynamic in text: $out"
 
+# CI limits: --max-frame and --fail-on clash exit 1 with one line per broken limit, and pass otherwise.
+O2="$TMP/buildO2/cs_frames"
+err=$("$VMSTACK" checkstack --max-frame 8K "$O2" 2>&1 >/dev/null)
+rc=$?
+[ "$rc" = 1 ] || fail "--max-frame 8K: exit $rc"
+echo "$err" | grep -q "^vmstack checkstack: $O2: 1 function with a frame above --max-frame 8192, the largest frame_20000 (200[0-9][0-9] bytes)\$" ||
+    fail "--max-frame message: $err"
+"$VMSTACK" checkstack --max-frame 32K "$O2" > /dev/null 2>&1 || fail "--max-frame 32K: not exit 0"
+err=$("$VMSTACK" checkstack --fail-on clash --json "$O2" 2>&1 >/dev/null)
+rc=$?
+[ "$rc" = 1 ] || fail "--fail-on clash: exit $rc"
+[ "$err" = "vmstack checkstack: $O2: 1 stack clash frame (--fail-on clash)" ] || fail "--fail-on message: $err"
+"$VMSTACK" checkstack --fail-on clash --guard 32K "$O2" > /dev/null || fail "--fail-on clash with --guard 32K: not exit 0"
+"$VMSTACK" checkstack --fail-on clash --json "$O2" 2>/dev/null | json_field frame_20000 clash | grep -qx true ||
+    fail "--fail-on clash: the JSON is not printed as usual"
+
 # A shared library.
 lib=$(basename "$SHLIB")
 "$VMSTACK" checkstack --min 0 "$SHLIB" > "$TMP/lib.txt" || fail "checkstack on $SHLIB failed"
@@ -102,6 +118,11 @@ rc=$?
 [ $? = 2 ] || fail "no arguments: not exit 2"
 "$VMSTACK" checkstack --guard 12Q "$SHLIB" 2>/dev/null
 [ $? = 2 ] || fail "bad size: not exit 2"
+for args in "--max-frame 0" "--max-frame" "--max-frame 1Q" "--fail-on" "--fail-on dynamic"; do
+    err=$("$VMSTACK" checkstack $args "$SHLIB" 2>&1 >/dev/null)
+    rc=$?
+    [ $rc = 2 ] && [ "$(echo "$err" | wc -l)" = 1 ] || fail "'checkstack $args': exit $rc: $err"
+done
 "$VMSTACK" checkstack --help | grep -q '^usage: vmstack checkstack' || fail "--help"
 
 # No call-frame information, and a stripped executable.

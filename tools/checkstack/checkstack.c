@@ -14,6 +14,8 @@
 
 struct opts {
     size_t min, guard;
+    size_t max_frame;  /* 0: no limit */
+    bool fail_clash;   /* --fail-on clash */
     bool json;
     char **paths;
     int npaths;
@@ -21,13 +23,16 @@ struct opts {
 
 static void help(void)
 {
-    printf("usage: vmstack checkstack [--min BYTES] [--guard BYTES] [--json] BINARY...\n\n"
+    printf("usage: vmstack checkstack [--min BYTES] [--guard BYTES] [--max-frame BYTES]\n"
+           "                          [--fail-on clash] [--json] BINARY...\n\n"
            "Static stack frame sizes of the functions of x86-64 executables and shared\n"
            "libraries, largest first, as the kernel's checkstack.pl.\n\n"
-           "  --min BYTES    hide frames smaller than this (default 100); dynamic frames\n"
-           "                 are always shown\n"
-           "  --guard BYTES  guard size to check against (default vmstack's, 16K)\n"
-           "  --json         one JSON object per binary (an array of them for several)\n\n"
+           "  --min BYTES        hide frames smaller than this (default 100); dynamic\n"
+           "                     frames are always shown\n"
+           "  --guard BYTES      guard size to check against (default vmstack's, 16K)\n"
+           "  --max-frame BYTES  exit 1 if a function's frame is larger than BYTES\n"
+           "  --fail-on clash    exit 1 if a frame is flagged clash\n"
+           "  --json             one JSON object per binary (an array of them for several)\n\n"
            "Sizes take a K or M suffix.  FRAME counts the bytes from the caller's stack\n"
            "pointer down to the function's lowest one: return address, saved registers,\n"
            "locals and outgoing arguments, as GCC's -fstack-usage.  It comes from the\n"
@@ -101,6 +106,23 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (m) {
             if (parse_size_arg("--guard", v, &o->guard))
                 return CMD_USAGE;
+            continue;
+        }
+        v = opt_value(argc, argv, &i, "--max-frame", &m);
+        if (m) {
+            if (parse_size_arg("--max-frame", v, &o->max_frame))
+                return CMD_USAGE;
+            if (!o->max_frame)
+                return cmd_usage_error(SUB, "--max-frame 0: give a positive number of bytes");
+            continue;
+        }
+        v = opt_value(argc, argv, &i, "--fail-on", &m);
+        if (m) {
+            if (!v)
+                return cmd_usage_error(SUB, "--fail-on needs a value");
+            if (strcmp(v, "clash"))
+                return cmd_usage_error(SUB, "--fail-on %s: the only condition is 'clash'", v);
+            o->fail_clash = true;
             continue;
         }
         return cmd_usage_error(SUB, "unknown option '%s'", argv[i]);
@@ -213,26 +235,60 @@ static void print_json(const char *path, const struct frames *fr, const struct o
     printf("\n ]}");
 }
 
-/* Analyses and prints one binary; false (after a one-line message) if it cannot be read. */
-static bool check_one(const char *path, const struct opts *o, bool first)
+/*
+ * The CI checks over every function analysed, shown or not: one line on
+ * stderr per broken limit.  True if the binary passes.
+ */
+static bool limits_hold(const char *path, const struct frames *fr, const struct opts *o)
+{
+    size_t big = 0, clashes = 0;
+    const struct frame_fn *worst = NULL;
+
+    for (size_t i = 0; i < fr->n; i++) {
+        const struct frame_fn *f = &fr->v[i];
+        if (o->max_frame && f->frame > o->max_frame) {
+            big++;
+            if (!worst || f->frame > worst->frame)
+                worst = f;
+        }
+        clashes += is_clash(f, o);
+    }
+    if (big)
+        fprintf(stderr, "vmstack %s: %s: %zu function%s with a frame above --max-frame %zu, the largest %s (%lu bytes)\n",
+                SUB, path, big, big == 1 ? "" : "s", o->max_frame, worst->fn->name, worst->frame);
+    if (o->fail_clash && clashes)
+        fprintf(stderr, "vmstack %s: %s: %zu stack clash frame%s (--fail-on clash)\n", SUB, path, clashes,
+                clashes == 1 ? "" : "s");
+    return !big && !(o->fail_clash && clashes);
+}
+
+/*
+ * Analyses and prints one binary: 0, or CMD_FAIL when it cannot be read
+ * (after a one-line message) or breaks a --max-frame / --fail-on limit.
+ */
+static int check_one(const char *path, const struct opts *o, bool *first)
 {
     struct frames fr;
     char err[256];
+    int rc;
 
     if (frames_read(&fr, path, err, sizeof err)) {
         fprintf(stderr, "vmstack %s: %s: %s\n", SUB, path, err);
-        return false;
+        return CMD_FAIL;
     }
     qsort(fr.v, fr.n, sizeof *fr.v, cmp_frame);
     if (o->json) {
-        printf("%s", first ? "" : ",\n");
+        printf("%s", *first ? "" : ",\n");
         print_json(path, &fr, o);
     } else {
-        printf("%s", first ? "" : "\n");
+        printf("%s", *first ? "" : "\n");
         print_text(path, &fr, o);
     }
+    *first = false;
+    fflush(stdout);
+    rc = limits_hold(path, &fr, o) ? CMD_OK : CMD_FAIL;
     frames_free(&fr);
-    return true;
+    return rc;
 }
 
 int cmd_checkstack(int argc, char **argv)
@@ -249,12 +305,9 @@ int cmd_checkstack(int argc, char **argv)
         return CMD_USAGE;
     if (o.json && o.npaths > 1)
         printf("[");
-    for (int i = 0; i < o.npaths; i++) {
-        if (check_one(o.paths[i], &o, first))
-            first = false;
-        else
+    for (int i = 0; i < o.npaths; i++)
+        if (check_one(o.paths[i], &o, &first))
             rc = CMD_FAIL;
-    }
     if (o.json && o.npaths > 1)
         printf("]");
     if (o.json && (!first || o.npaths > 1))
