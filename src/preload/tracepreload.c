@@ -51,7 +51,7 @@ static void trace_main_thread(void)
     if (size > (size_t)(hi - (char *)0))
         return;
     prctl(PR_GET_NAME, who.name);
-    vms__trace_begin(hi - size, hi, true, &who);
+    vms__trace_begin(hi - size, hi, true, MAIN_GUARD_PAGES * vms__g.page, &who);
 }
 
 static bool is_function(const struct sigaction *sa)
@@ -140,5 +140,5 @@ void vms__trace_run_thread(const struct run_thread *t)
     if (t->user_stack || !t->lo)
         return;
     memcpy(who.name, t->name, sizeof t->name);
-    vms__trace_begin(t->lo, t->hi, false, &who);
+    vms__trace_begin(t->lo, t->hi, false, t->guard, &who);
 }

@@ -87,10 +87,16 @@ static bool want_lines(Dwfl_Module *m)
     return (all && !strcmp(all, "1")) || own_lines(m);
 }
 
-/* "function+0xoff/0xsize [module] file.c:line"; ret: ip is a return address. */
+/*
+ * "function+0xoff/0xsize [module] file.c:line"; ret: ip is a return
+ * address, looked up at ip - 1 (the call), which a call at the end of a
+ * function (to a function that does not return) needs: ip itself may be
+ * the next function's first byte.
+ */
 static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
 {
-    Dwfl_Module *m = d ? dwfl_addrmodule(d, ip) : NULL;
+    uintptr_t at = ip - ret;
+    Dwfl_Module *m = d ? dwfl_addrmodule(d, at) : NULL;
     const char *name = NULL, *mod = NULL, *file;
     GElf_Off off = 0;
     GElf_Sym sym = {0};
@@ -98,13 +104,17 @@ static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
     int lineno = 0;
     size_t len;
 
+    if (!ip) {
+        snprintf(buf, n, "? (an indirect call's target, below its caller)");
+        return;
+    }
     if (m) {
-        name = dwfl_module_addrinfo(m, ip, &off, &sym, NULL, NULL, NULL);
+        name = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
         mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     }
     if (!name) {
         struct vms_symres s;
-        vms__symbols_lookup(ip, &s);
+        vms__symbols_lookup(at, &s);
         name = s.name;
         off = s.off;
         sym.st_size = s.size;
@@ -112,12 +122,12 @@ static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
             mod = s.module;
     }
     if (name)
-        len = (size_t)snprintf(buf, n, "%s+0x%lx/0x%lx", name, (unsigned long)off, (unsigned long)sym.st_size);
+        len = (size_t)snprintf(buf, n, "%s+0x%lx/0x%lx", name, (unsigned long)(off + ret), (unsigned long)sym.st_size);
     else
         len = (size_t)snprintf(buf, n, "0x%lx", (unsigned long)ip);
     if (mod && len < n)
         len += (size_t)snprintf(buf + len, n - len, " [%s]", base_name(mod));
-    if (m && len < n && want_lines(m) && (line = dwfl_module_getsrc(m, ip - ret)) &&
+    if (m && len < n && want_lines(m) && (line = dwfl_module_getsrc(m, at)) &&
         (file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL)))
         snprintf(buf + len, n - len, " %s:%d", base_name(file), lineno);
 }
@@ -159,13 +169,15 @@ static void put_location(FILE *f, struct symbolizer *z, uintptr_t ip, bool ret)
  * the stack's top.  A chain cut short gives its last kept frame no size.
  */
 static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                      uintptr_t hi, bool first_ret)
+                      uintptr_t hi, bool first_ret, uint32_t gap)
 {
     fprintf(f, "        Depth    Size   Location    (%u entries)\n"
                "        -----    ----   --------\n",
             total);
     for (uint32_t i = 0; i < n; i++) {
         uintptr_t above = i + 1 < n ? fr[i + 1].sp : hi;
+        if (i == gap)
+            fprintf(f, "     ... (frames lost here: overwritten by later calls; the callers as the tripwires saw them)\n");
         if (i + 1 == n && n < total)
             fprintf(f, "%3u) %8lu       ?   ", i, (unsigned long)(hi - fr[i].sp));
         else
@@ -174,6 +186,8 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
     }
     if (n < total)
         fprintf(f, "     ... %u more entries\n", total - n);
+    else if (gap == n)
+        fprintf(f, "     ... (the rest was overwritten by later calls)\n");
 }
 
 /* The name of the function at addr; else "module+0xoffset", or the address. */
@@ -218,14 +232,18 @@ static void put_result(FILE *f, struct symbolizer *z, const struct vms_trace_cha
     if (c->count > 1)
         fprintf(f, " and %lu more threads of it (the deepest shown)", c->count - 1);
     fprintf(f, "%s: %lu of %lu stack bytes deep, %lu tripwire faults\n", c->running ? " (running)" : "",
-            (unsigned long)(c->hi - c->f[0].sp), (unsigned long)(c->hi - c->lo), (unsigned long)c->faults);
+            (unsigned long)c->depth, (unsigned long)(c->hi - c->lo), (unsigned long)c->faults);
+    if (!c->exact)
+        fprintf(f, "  (still running: depth and chain as the tripwires saw them, exact to the window)\n");
+    if (c->partial)
+        fprintf(f, "  (partial: later calls overwrote part of the chain at that depth)\n");
     if (c->lost)
         fprintf(f, "  (the tripwire could not be moved lower: deeper use was not traced)\n");
     if (c->signal_lost)
         fprintf(f, "  (a signal could not be delivered next to the tripwire and was lost)\n");
     if (c->depth_warned)
         fprintf(f, "  WARNING: passed --warn-depth %u%% of its stack\n", vms__trace_options()->warn_depth);
-    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret);
+    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX);
 }
 
 static void put_warnings(FILE *f, struct symbolizer *z)
@@ -240,7 +258,7 @@ static void put_warnings(FILE *f, struct symbolizer *z)
         fprintf(f, "  on ");
         put_task(f, z, &w[i].who, w[i].who.start == NULL);
         fprintf(f, ", reached by:\n");
-        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret);
+        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX);
     }
     free(w);
 }
@@ -257,12 +275,12 @@ void vms__trace_format(FILE *f, const char *why)
         return;
     }
     z->d = open_dwfl();
-    fprintf(f, "\nvmstack trace: deepest call chains of %s (pid %d) at %s; exact to one page (%zu bytes)\n",
-            program_invocation_short_name, (int)getpid(), why, vms__g.page);
+    fprintf(f, "\nvmstack trace: deepest call chains of %s (pid %d) at %s; depths exact to the word\n",
+            program_invocation_short_name, (int)getpid(), why);
     if (n) {
         fprintf(f, "overall deepest: ");
         put_task(f, z, &c[0].who, c[0].main);
-        fprintf(f, ", %lu bytes\n", (unsigned long)(c[0].hi - c[0].f[0].sp));
+        fprintf(f, ", %lu bytes\n", (unsigned long)c[0].depth);
     }
     for (size_t i = 0; i < n; i++) {
         fputc('\n', f);
