@@ -34,6 +34,7 @@
 #define SEGS_MAX 1024          /* executable segments of the process, at most */
 #define ALTSTACK_NEEDED ((size_t)16 << 10)
 #define OWN_SLACK 256          /* below the stack pointer at the switch: the calls made before it */
+#define RED_ZONE 128           /* what a leaf function may use below its stack pointer (x86-64 ABI) */
 #define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
 
 enum { DW_RBP = 6, DW_RSP = 7, DW_RA = 16 };
@@ -531,12 +532,49 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t rb
     }
 }
 
+/*
+ * When no return address below our own frames leads to the lowest word
+ * (the deepest function was the start routine's callee, whose return
+ * address our exit code overwrote): the recorded chain, if its innermost
+ * function's frame holds the lowest word.
+ */
+static bool recorded_deepest(struct dead *d, uintptr_t *w)
+{
+    uintptr_t sp, cfa, frame, low;
+
+    if (d->nrec < 2)
+        return false;
+    sp = d->rec[d->nrec - 1].sp;
+    cfa = d->rec[d->nrec - 2].sp;
+    frame = frame_of(d->rec[d->nrec - 1].ip);
+    low = frame ? cfa - frame : sp;
+    if (low > *w + RED_ZONE || cfa <= *w)
+        return false;
+    if (low >= d->lo)
+        *w = low;
+    put(d, d->rec[d->nrec - 1].ip, *w);
+    for (long m = (long)d->nrec - 2; m >= 0; m--)
+        put(d, d->rec[m].ip, d->rec[m].sp);
+    return true;
+}
+
+/* The function a call that returns to ret (stored at at) went to; for an indirect one, what the tripwires saw there. */
+static uintptr_t callee_of(const struct dead *d, uintptr_t ret, uintptr_t at)
+{
+    uintptr_t fn = call_target(ret);
+    long m;
+
+    if (!fn && (m = rec_at(d, at + sizeof(uintptr_t))) >= 0 && (uint32_t)m + 1 < d->nrec && d->rec[m].ip == ret)
+        fn = d->rec[m + 1].ip;
+    return fn;
+}
+
 uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
                          uint32_t *gap)
 {
     struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
                      .f = f, .cap = cap};
-    uintptr_t w = a->lowest, at, ret = 0, rbp, callee;
+    uintptr_t w = a->lowest, at, first, ret = 0, rbp, callee = 0;
     bool ok = true;
 
     *partial = false;
@@ -548,38 +586,65 @@ uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *
     dl_iterate_phdr(add_segs, NULL);
     if (!dwfl)
         dwfl = open_dwfl();
-    /* The first return address at or above the lowest word: the deepest function's. */
-    for (at = w & ~(uintptr_t)7; at < a->clobbered; at += sizeof(uintptr_t))
-        if (is_return_address(ret = word(&d, at, &ok)))
+    /*
+     * The deepest function's return address: the first one at or above the
+     * lowest word whose function's frame reaches down to it (red zone
+     * allowed).  Return addresses below it that do not reach are stale
+     * words of earlier, shallower calls that a large frame left in place;
+     * when none reaches, the frames at the deepest point were overwritten by
+     * a later, shallower call: the first return address is its caller's.
+     */
+    first = 0;
+    for (at = w & ~(uintptr_t)7; at < a->clobbered && ok; at += sizeof(uintptr_t)) {
+        uintptr_t fn, frame, low;
+        if (!is_return_address(ret = word(&d, at, &ok)))
+            continue;
+        if (!first)
+            first = at;
+        fn = callee_of(&d, ret, at);
+        frame = fn ? frame_of(fn) : 0;
+        low = at + sizeof(uintptr_t) - frame;
+        if (frame && low <= w + RED_ZONE) {
+            callee = fn;
+            /*
+             * The depth is its lowest stack pointer, from its frame: the
+             * words it wrote last may be zeros, and a leaf's red zone is
+             * below its stack pointer.
+             */
+            if (low >= a->lo)
+                w = low;
             break;
-    if (at >= a->clobbered || !ok) {
-        /* No return address below our own frames: all we know is the depth. */
-        put(&d, 0, w);
-        *partial = true;
+        }
+    }
+    if ((at >= a->clobbered || !ok) && recorded_deepest(&d, &w)) {
         pthread_mutex_unlock(&lock);
         return d.n;
     }
-    /* The deepest function: the call's target; for an indirect one, what the tripwires saw there. */
-    callee = call_target(ret);
-    if (!callee) {
-        long m = rec_at(&d, at + sizeof(uintptr_t));
-        if (m >= 0 && (uint32_t)m + 1 < d.nrec && d.rec[m].ip == ret)
-            callee = d.rec[m + 1].ip;
-    }
-    /* Its lowest stack pointer, from its frame: the words it wrote last may be zeros. */
-    if (callee) {
-        uintptr_t frame = frame_of(callee), low = at + sizeof(uintptr_t) - frame;
-        if (frame && low < w && low >= a->lo)
-            w = low;
+    if (at >= a->clobbered || !ok) {
+        if (!first) {
+            /* No return address below our own frames: all we know is the depth. */
+            put(&d, 0, w);
+            *partial = true;
+            *gap = d.n;
+            pthread_mutex_unlock(&lock);
+            return d.n;
+        }
+        at = first;
+        ret = word(&d, at, &ok);
+        callee = 0;
+        *partial = true;
+        *gap = 1;
     }
     put(&d, callee, w);
     /* A function with a frame pointer saved the caller's rbp right below the return address. */
     rbp = word(&d, at - sizeof(uintptr_t), &ok);
-    if ((*partial = !unwind_from(&d, ret, at + sizeof(uintptr_t), rbp, ok && rbp > at && rbp < a->hi))) {
+    if (!unwind_from(&d, ret, at + sizeof(uintptr_t), rbp, ok && rbp > at && rbp < a->hi)) {
         /* The callers as the tripwires saw them, from the nearest recorded frame above the lost ones. */
         uintptr_t last = d.f[d.n - 1].sp;
         long m = (long)d.nrec - 1;
-        *gap = d.n;
+        if (!*partial)
+            *gap = d.n;
+        *partial = true;
         while (m >= 0 && d.rec[m].sp <= last)
             m--;
         for (; m >= 0 && put(&d, d.rec[m].ip, d.rec[m].sp); m--)

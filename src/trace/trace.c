@@ -33,11 +33,14 @@
  * thread's alternate signal stack, before any other exit code of ours,
  * so vmstack's own frames neither deepen the stack nor appear in a chain.
  *
- * Frame sizes are differences of successive stack pointers in the chain,
- * i.e. of canonical frame addresses: exact, and including the return
- * address, as GCC's -fstack-usage counts on x86-64.  The deepest entry's
- * size reaches down to the lowest word written, which includes the red
- * zone (up to 128 bytes below the stack pointer) a leaf function used.
+ * The depth is that of the deepest stack pointer: the deepest function's
+ * frame is taken whole from its call-frame information (it may have
+ * written zeros last), and a leaf's red zone (up to 128 bytes it may use
+ * below its stack pointer) is not counted, as -fstack-usage does not count
+ * it; the usage table's PEAK, the lowest non-zero word, may be up to that
+ * much deeper.  Frame sizes are differences of successive stack pointers
+ * in the chain, i.e. of canonical frame addresses: exact, and including
+ * the return address, as GCC's -fstack-usage counts on x86-64.
  *
  * Limits: a tripwire fault while SIGSEGV is blocked kills the process, so
  * traced threads get SIGSEGV unblocked, and pthread_create is preceded by
@@ -733,15 +736,16 @@ static void keep_result(struct vms_trace_chain *c)
 
 /*
  * The task's final chain from its dead stack, below `clobbered` (our own
- * code may have written above it): false when it never wrote below where
- * its tracing started, or when out of memory.
+ * exit code may have written above it): false when it never wrote below
+ * where its tracing started (the words there may be those of our own
+ * start), or when out of memory.
  */
 static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_chain *c)
 {
     struct vms_dead_args a = {.lo = t->lo, .hi = t->hi, .clobbered = clobbered, .rec = t->buf, .nrec = t->n};
     size_t cap;
 
-    if (!(a.lowest = vms__dead_lowest(t->lo, clobbered)))
+    if (!(a.lowest = vms__dead_lowest(t->lo, clobbered)) || a.lowest >= t->floor)
         return false;
     /* Every dead frame holds a return address at least, the recorded ones come on top. */
     cap = (t->hi - a.lowest) / sizeof(uintptr_t) + t->n + 2;
@@ -769,7 +773,7 @@ static void task_close(struct task *t, uintptr_t sp)
 
     if (wire)
         wire_remove(t, wire);
-    if (dead_result(t, sp < t->floor ? sp : t->floor, &c))
+    if (dead_result(t, sp, &c))
         keep_result(&c);
     else
         atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);

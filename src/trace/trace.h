@@ -90,7 +90,8 @@ struct vms_dead_args {
 /*
  * The deepest chain still on the dead stack, innermost first, into f (cap
  * entries): f[0] is the deepest function (ip: its entry, 0 when an
- * indirect call's target is unknown; sp: the lowest written word), then
+ * indirect call's target is unknown; sp: its lowest stack pointer, or the
+ * lowest written word when its frame is unknown), then
  * return addresses outwards.  *partial: it neither reached the outermost
  * frame nor joined the recorded chain (later calls overwrote it); the
  * recorded callers above the lost frames then follow from f[*gap] on.
@@ -111,7 +112,7 @@ struct vms_trace_chain {
     uintptr_t lo, hi;
     uint32_t n;                   /* frames in f */
     struct vms_trace_frame *f;
-    uintptr_t depth;              /* bytes from hi to the lowest word written (or the tripwires' deepest sp) */
+    uintptr_t depth;              /* bytes from hi to the deepest stack pointer (see trace.c) */
     uint64_t faults;              /* tripwire faults taken */
     unsigned long count;          /* tasks this stands for (folded) */
     bool ret;                     /* f[0].ip is a return address (not the faulting ip) */

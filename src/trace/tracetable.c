@@ -105,7 +105,7 @@ static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
     size_t len;
 
     if (!ip) {
-        snprintf(buf, n, "? (an indirect call's target, below its caller)");
+        snprintf(buf, n, "? (unknown: called indirectly, or the frames above were overwritten)");
         return;
     }
     if (m) {
