@@ -14,6 +14,8 @@
 #     stack came back up, a 64 KiB frame that never probes: exact, with the
 #     deepest function first.  A chain no tripwire saw and that later calls
 #     overwrote: exact depth, flagged partial.
+#   - A call that is its function's last instruction is named after that
+#     function, not the next one (return addresses looked up at ip - 1).
 #   - read() of 64 KiB from /dev/zero into a stack buffer returns 65536.
 #   - python3 -c pass: the deepest depth is PEAK within 128 bytes.
 # LD_BIND_NOW=1: libc's lazy symbol binding runs the dynamic linker's
@@ -110,9 +112,27 @@ case_check comeback comeback_b_leaf
 case_check bigframe big_frame
 case_check overwrite partial
 
+# Return addresses are looked up at ip - 1: a call that ends its function is not named after the next one.
+"$VMSTACK" trace --output "$TMP/noreturn.txt" -- "$TMP/trace_exact" noreturn || fail "noreturn: run failed"
+sed -n "/^thread 'noreturn'/,/^\$/p" "$TMP/noreturn.txt" | grep -q '^ *[0-9]*) .*  ends_with_call+0x[0-9a-f]*/0x[0-9a-f]* ' ||
+    fail "noreturn: ends_with_call not in the chain: $(sed -n "/^thread 'noreturn'/,/^\$/p" "$TMP/noreturn.txt")"
+echo "ok: noreturn: a call that ends its function is named after it"
+
 # Tracing changes nothing the program sees: a 64 KiB read() into a fresh stack buffer, thread and main.
 "$VMSTACK" trace --output "$TMP/read.txt" -- "$TMP/trace_exact" read > "$TMP/read.out" || fail "read: run failed"
 [ "$(cat "$TMP/read.out")" = "$(printf 'read 65536\nread 65536')" ] || fail "read under trace: $(cat "$TMP/read.out")"
+
+# C++ names demangled (g++ from scripts/deps.sh).
+printf '%s\n' 'namespace deep { template <int N> struct R { static __attribute__((noinline)) int go(int n) {' \
+    '    volatile char b[600]; b[0] = (char)n; b[599] = 1; return n ? go(n - 1) + b[599] : b[0]; } }; }' \
+    'int main() { return deep::R<3>::go(30); }' > "$TMP/cxx.cpp"
+if g++ -O2 -o "$TMP/cxx" "$TMP/cxx.cpp"; then
+    "$VMSTACK" trace --output "$TMP/cxx.txt" -- "$TMP/cxx"
+    grep -q '^  0) .*  deep::R<3>::go(int)+0x' "$TMP/cxx.txt" || fail "C++: not demangled: $(grep -m3 ' 0) ' "$TMP/cxx.txt")"
+    echo "ok: C++ names demangled"
+else
+    fail "g++ did not build the C++ case"
+fi
 
 # A real program: python3's deepest point is a 64 KiB frame that does not probe.
 if command -v python3 > /dev/null 2>&1; then

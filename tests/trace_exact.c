@@ -20,6 +20,9 @@
  *   bigframe   a 64 KiB frame that never probes its pages
  *   overwrite  a deep chain that no tripwire saw, whose middle a later,
  *              shallower call overwrites (its deepest words stay)
+ *   noreturn   the deepest chain holds a call that is its function's last
+ *              instruction (to a function that exits the process); no
+ *              truth printed
  *   read       read() of 64 KiB from /dev/zero into a fresh stack buffer,
  *              on a thread and on the main thread: prints "read N"
  */
@@ -226,6 +229,32 @@ NOINLINE ssize_t read_zero(void)
     return n;
 }
 
+NOINLINE void deep_fill(void)
+{
+    volatile unsigned char buf[8000];
+
+    fill(buf, sizeof buf, 19);
+}
+
+/*
+ * Ends the process from a thread, after a deep call: the thread's chain
+ * is read at exit (exit's own frames overwrite the top of it).
+ */
+NOINLINE __attribute__((noreturn)) void exit_deep(void)
+{
+    volatile unsigned char buf[2000];
+
+    fill(buf, sizeof buf, 18);
+    deep_fill();
+    exit(buf[0] - 18);
+}
+
+/* Its call is its last instruction: the return address is the next function's first byte. */
+NOINLINE void ends_with_call(void)
+{
+    exit_deep();
+}
+
 /*
  * Reads the stack below the stack pointer: the tripwires move below it
  * (their chain is this function's) while the memory stays zero, so that
@@ -253,6 +282,8 @@ NOINLINE void padded(const char *which)
         comeback_b(44);
     } else if (!strcmp(which, "bigframe")) {
         big_frame();
+    } else if (!strcmp(which, "noreturn")) {
+        ends_with_call();
     } else if (!strcmp(which, "overwrite")) {
         probe_below(8192);
         over_f1();

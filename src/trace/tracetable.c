@@ -22,6 +22,7 @@
  * the whole tracing of most runs.  Without libdwfl's answer the symbol
  * snapshot of the overflow report is used.
  */
+#include "core/demangle.h"
 #include "fault/fault.h"
 #include "trace/trace.h"
 
@@ -97,6 +98,7 @@ static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
 {
     uintptr_t at = ip - ret;
     Dwfl_Module *m = d ? dwfl_addrmodule(d, at) : NULL;
+    char cxx[512];
     const char *name = NULL, *mod = NULL, *file;
     GElf_Off off = 0;
     GElf_Sym sym = {0};
@@ -122,7 +124,8 @@ static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
             mod = s.module;
     }
     if (name)
-        len = (size_t)snprintf(buf, n, "%s+0x%lx/0x%lx", name, (unsigned long)(off + ret), (unsigned long)sym.st_size);
+        len = (size_t)snprintf(buf, n, "%s+0x%lx/0x%lx", vms__demangle(name, cxx, sizeof cxx), (unsigned long)(off + ret),
+                               (unsigned long)sym.st_size);
     else
         len = (size_t)snprintf(buf, n, "0x%lx", (unsigned long)ip);
     if (mod && len < n)
@@ -196,12 +199,13 @@ static void function_name(struct symbolizer *z, uintptr_t addr, char *buf, size_
     Dwfl_Module *m = z->d ? dwfl_addrmodule(z->d, addr) : NULL;
     const char *name = m ? dwfl_module_addrname(m, addr) : NULL;
     struct vms_symres s;
+    char cxx[512];
 
     vms__symbols_lookup(addr, &s);
     if (!name)
         name = s.name;
     if (name)
-        snprintf(buf, n, "%s", name);
+        snprintf(buf, n, "%s", vms__demangle(name, cxx, sizeof cxx));
     else if (s.module)
         snprintf(buf, n, "%s+0x%lx", s.module, (unsigned long)s.modoff);
     else
