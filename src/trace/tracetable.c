@@ -167,10 +167,25 @@ static void put_location(FILE *f, struct symbolizer *z, uintptr_t ip, bool ret)
     fprintf(f, "%s\n", z->cache[slot].text);
 }
 
+/* Frames from i on that repeat frame i (the same return address, the same size), as recursion makes them. */
+static uint32_t repeats(const struct vms_trace_frame *fr, uint32_t i, uint32_t n, uint32_t gap)
+{
+    uint32_t k = i + 1;
+
+    while (k + 1 < n && k != gap && k + 1 != gap && i > 0 && fr[k].ip == fr[i].ip &&
+           fr[k + 1].sp - fr[k].sp == fr[i + 1].sp - fr[i].sp)
+        k++;
+    return k - i - 1;
+}
+
 /*
  * The table of n frames (innermost first) out of a chain of total; hi is
  * the stack's top.  A chain cut short gives its last kept frame no size.
+ * Recursion is folded as in the overflow report: the first of FOLD_MIN
+ * or more identical frames is printed, then one line for the rest, and
+ * the numbering goes on as if they had been printed.
  */
+#define FOLD_MIN 3
 static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
                       uintptr_t hi, bool first_ret, uint32_t gap)
 {
@@ -179,6 +194,7 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
             total);
     for (uint32_t i = 0; i < n; i++) {
         uintptr_t above = i + 1 < n ? fr[i + 1].sp : hi;
+        uint32_t more;
         if (i == gap)
             fprintf(f, "     ... (frames lost here: overwritten by later calls; the callers as the tripwires saw them)\n");
         if (i + 1 == n && n < total)
@@ -186,6 +202,10 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
         else
             fprintf(f, "%3u) %8lu   %5lu   ", i, (unsigned long)(hi - fr[i].sp), (unsigned long)(above - fr[i].sp));
         put_location(f, z, fr[i].ip, i > 0 || first_ret);
+        if ((more = repeats(fr, i, n, gap)) + 1 >= FOLD_MIN) {
+            fprintf(f, "     ... %u more entries of the same %lu-byte frame\n", more, (unsigned long)(above - fr[i].sp));
+            i += more;
+        }
     }
     if (n < total)
         fprintf(f, "     ... %u more entries\n", total - n);
