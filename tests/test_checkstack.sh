@@ -102,7 +102,12 @@ rc=$?
 # A shared library.
 lib=$(basename "$SHLIB")
 "$VMSTACK" checkstack --min 0 "$SHLIB" > "$TMP/lib.txt" || fail "checkstack on $SHLIB failed"
-[ "$(grep -c "\[$lib\]\$" "$TMP/lib.txt")" -ge 10 ] || fail "few functions listed for $SHLIB"
+[ "$(grep -c "\[$lib\]\( [^ ]*:[0-9]*\)\?\$" "$TMP/lib.txt")" -ge 10 ] || fail "few functions listed for $SHLIB"
+# Built with -g: file:line after the module, in the text and in the JSON ("source").
+grep -q "^0x[0-9a-f]* .* vms_stack_alloc \[$lib\] [a-z_]*\.c:[0-9]*\$" "$TMP/lib.txt" ||
+    fail "no file:line for vms_stack_alloc: $(grep vms_stack_alloc "$TMP/lib.txt")"
+"$VMSTACK" checkstack --json --min 0 "$SHLIB" | grep -A8 '"name": "vms_stack_alloc"' | grep -q '"source": "[a-z_]*\.c:[0-9]*"' ||
+    fail "no source for vms_stack_alloc in the JSON"
 
 # Two binaries in JSON: an array of objects.
 "$VMSTACK" checkstack --json "$TMP/buildO0/cs_frames" "$SHLIB" | head -c 1 | grep -qx '\[' ||
@@ -141,10 +146,30 @@ if "$CC" -O2 -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-table
     err=$("$VMSTACK" checkstack "$TMP/nocfi.so" 2>&1)
     [ $? = 1 ] && echo "$err" | grep -q 'has no call-frame information' || fail "no CFI: $err"
 fi
+# Stripped: every FDE is still analysed, an unnamed function shown by its address; with its
+# debug file next to it (.gnu_debuglink), the names come back from there.
 if strip -o "$TMP/stripped" "$TMP/buildO2/cs_frames" 2>/dev/null; then
-    err=$("$VMSTACK" checkstack "$TMP/stripped" 2>&1)
-    [ $? = 1 ] && echo "$err" | grep -q 'has no function symbols (stripped)' || fail "stripped: $err"
+    out=$("$VMSTACK" checkstack "$TMP/stripped" 2>&1) || fail "stripped: $out"
+    echo "$out" | grep -q '^0x0*\([0-9a-f]*\)  *200[0-9][0-9]  clash  *0x\1 \[stripped\]$' ||
+        fail "stripped: frame_20000 not shown by address: $out"
+    if objcopy --only-keep-debug "$TMP/buildO2/cs_frames" "$TMP/cs_frames.debug" &&
+        objcopy --add-gnu-debuglink="$TMP/cs_frames.debug" "$TMP/stripped" "$TMP/linked"; then
+        out=$(cd "$TMP" && "$VMSTACK" checkstack "$TMP/linked" 2>&1) || fail "debuglink: $out"
+        echo "$out" | grep -q '  200[0-9][0-9]  clash  *frame_20000 \[linked\]$' || fail "debuglink: no names: $out"
+        echo "$out" | head -1 | grep -q 'symbols from .*cs_frames\.debug' || fail "debuglink: header: $out"
+    else
+        fail "objcopy could not make a debug file"
+    fi
 fi
+
+# A stripped system library with its debug package (libc6-dbg, from scripts/deps.sh): found by
+# build-id, it names the static functions, buffered_vfprintf among them with its 33 KB frame.
+LIBC=$("$CC" -print-file-name=libc.so.6)
+"$VMSTACK" checkstack "$LIBC" > "$TMP/libc.txt" || fail "checkstack $LIBC"
+grep -q '^0x[0-9a-f]*  *[0-9]\{5\}  clash  *buffered_vfprintf \[libc.so.6\]' "$TMP/libc.txt" ||
+    fail "libc.so.6: buffered_vfprintf not listed with its frame: $(head -5 "$TMP/libc.txt")"
+fdes=$(readelf --debug-dump=frames "$LIBC" 2>/dev/null | grep -c ' FDE ')
+head -1 "$TMP/libc.txt" | grep -q ": $fdes functions " || fail "libc.so.6: not every FDE ($fdes): $(head -1 "$TMP/libc.txt")"
 
 [ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
 echo "all checkstack tests passed"

@@ -155,7 +155,7 @@ static void print_text(const char *path, const struct frames *fr, const struct o
     printf("%-18s  %8s  %-14s  %s\n", "ADDRESS", "FRAME", "FLAGS", "FUNCTION [MODULE]");
     for (size_t i = 0; i < fr->n; i++) {
         const struct frame_fn *f = &fr->v[i];
-        char flags[32];
+        char flags[32], line[256];
 
         if (!shown(f, o))
             continue;
@@ -164,8 +164,11 @@ static void print_text(const char *path, const struct frames *fr, const struct o
         if (*flags)
             flags[strlen(flags) - 1] = '\0';
         clashes += is_clash(f, o);
-        printf("0x%016llx  %8lu  %-14s  %s [%s]\n", (unsigned long long)f->fn->addr, f->frame, flags,
+        printf("0x%016llx  %8lu  %-14s  %s [%s]", (unsigned long long)f->fn->addr, f->frame, flags,
                f->fn->name, module_name(path));
+        if (elf_funcs_line(&fr->elf, f->fn->addr, line, sizeof line))
+            printf(" %s", line);
+        printf("\n");
     }
     if (clashes)
         printf("# %zu frame%s larger than the %zu-byte guard without stack probes (stack clash):"
@@ -196,6 +199,7 @@ static void print_json(struct vms_json *j, const char *path, const struct frames
     vms__json_arr(j);
     for (size_t i = 0; i < fr->n; i++) {
         const struct frame_fn *f = &fr->v[i];
+        char line[256];
 
         if (!shown(f, o))
             continue;
@@ -212,6 +216,8 @@ static void print_json(struct vms_json *j, const char *path, const struct frames
         vms__json_bool(j, is_clash(f, o));
         vms__json_key(j, "probes");
         vms__json_bool(j, f->probes);
+        vms__json_key(j, "source");
+        vms__json_str(j, elf_funcs_line(&fr->elf, f->fn->addr, line, sizeof line) ? line : NULL);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
