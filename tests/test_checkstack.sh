@@ -62,6 +62,8 @@ compare() {
         done < "$su"
     done
     [ "$checked" -ge 6 ] || fail "[$1] only $checked functions compared"
+    [ "$(json_field frame_restore dynamic < "$dir/out.json")" = false ] ||
+        fail "[$1] frame_restore (mov %r13,%rsp restoring a copy) flagged dynamic"
     [ "$(json_field frame_20000 clash < "$dir/out.json")" = true ] || fail "[$1] frame_20000 not flagged clash"
     [ "$(json_field frame_4096 clash < "$dir/out.json")" = false ] || fail "[$1] frame_4096 flagged clash"
     [ -z "$(json_field frame_64 frame < "$dir/out.json")" ] || fail "[$1] frame_64 listed below --min 100"
@@ -170,6 +172,39 @@ grep -q '^0x[0-9a-f]*  *[0-9]\{5\}  clash  *buffered_vfprintf \[libc.so.6\]' "$T
     fail "libc.so.6: buffered_vfprintf not listed with its frame: $(head -5 "$TMP/libc.txt")"
 fdes=$(readelf --debug-dump=frames "$LIBC" 2>/dev/null | grep -c ' FDE ')
 head -1 "$TMP/libc.txt" | grep -q ": $fdes functions " || fail "libc.so.6: not every FDE ($fdes): $(head -1 "$TMP/libc.txt")"
+
+# The project's own library, built -O2 with and without frame pointers: at least 99% of the
+# functions -fstack-usage reports agree within 16 bytes (pushed call arguments counted in
+# frame-pointer code; compiler clones matched by name without their .N suffixes).
+ROOT=$(cd "$(dirname "$SRC")/.." && pwd)
+for flags in "-O2" "-O2 -fno-omit-frame-pointer"; do
+    dir="$TMP/own$(echo "$flags" | tr -d ' -')"
+    mkdir -p "$dir"
+    (cd "$dir" && for c in "$ROOT"/src/*/*.c; do
+        "$CC" $flags -fPIC -fstack-usage -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/src" -c "$c" -o "$(basename "$c" .c).o" || exit 1
+    done && "$CC" -shared -o own.so ./*.o) || { fail "[$flags] could not build the project's sources"; continue; }
+    "$VMSTACK" checkstack --json --min 0 "$dir/own.so" > "$dir/own.json" || { fail "[$flags] checkstack own.so"; continue; }
+    cat "$dir"/*.su > "$dir/all.su"
+    python3 - "$dir/own.json" "$dir/all.su" "$flags" <<'PY' || fail "[$flags] the project's functions do not agree with -fstack-usage"
+import json, re, sys
+frames = {}
+for f in json.load(open(sys.argv[1]))["functions"]:
+    frames.setdefault(re.sub(r"\.[0-9]+", "", f["name"]), []).append(f["frame"])
+total = agree = 0
+off = []
+for line in open(sys.argv[2]):
+    loc, size, kind = line.rstrip("\n").split("\t")
+    name, size = re.sub(r"\.[0-9]+", "", loc.split(":")[-1]), int(size)
+    total += 1
+    if any(abs(x - size) <= 16 for x in frames.get(name, [])):
+        agree += 1
+    else:
+        off.append("%s (.su %d, checkstack %s)" % (name, size, frames.get(name)))
+print("ok: [%s] %d of %d functions of the project agree with -fstack-usage (%.1f%%)%s"
+      % (sys.argv[3], agree, total, 100.0 * agree / total, "; not: " + ", ".join(off) if off else ""))
+sys.exit(0 if agree * 100 >= 99 * total else 1)
+PY
+done
 
 [ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
 echo "all checkstack tests passed"
