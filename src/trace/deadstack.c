@@ -258,13 +258,26 @@ static uintptr_t call_target(uintptr_t ret)
     return t;
 }
 
+/*
+ * No separate debug files: the unwinding needs only .eh_frame and the
+ * modules' own symbol tables, and opening a debug package's file (libc6-dbg:
+ * megabytes of compressed DWARF) would cost every traced process tens of
+ * milliseconds.
+ */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                        char **debuginfo_file_name)
+{
+    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
+    (void)debuglink_crc, (void)debuginfo_file_name;
+    return -1;
+}
+
 static Dwfl *open_dwfl(void)
 {
-    static char *debuginfo_path;
     static const Dwfl_Callbacks cb = {
         .find_elf = dwfl_linux_proc_find_elf,
-        .find_debuginfo = dwfl_standard_find_debuginfo,
-        .debuginfo_path = &debuginfo_path,
+        .find_debuginfo = no_debuginfo,
     };
     Dwfl *d = dwfl_begin(&cb);
 
