@@ -140,6 +140,27 @@ print(f(100))' > "$TMP/py.out" || fail "python3 under vmstack trace failed"
     echo "ok: python3: $(entries < "$TMP/py.rows") entries, $(awk 'NR == 1 { print $2 }' "$TMP/py.rows") bytes deep"
 fi
 
+# --json: the usage table's object with the chains under "trace", from the shared JSON writer;
+# the same facts as the text (exact depth, Depth(i) = Size(i) + Depth(i+1), call order).
+"$VMSTACK" trace --json --output "$TMP/trace.json" -- "$dir/trace_frames" $DEPTH > "$TMP/json.truth" ||
+    fail "--json run failed"
+python3 - "$TMP/trace.json" "$TMP/json.truth" <<'PY' || fail "--json: $(head -c 300 "$TMP/trace.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+truth = dict((l.split()[1], int(l.split()[2])) for l in open(sys.argv[2]) if l.startswith("truth "))
+chains = dict(("main" if c["kind"] == "main thread" else c["name"], c) for c in d["trace"]["chains"])
+for who in ("frames", "main"):
+    c = chains[who]
+    fr = c["frames"]
+    assert c["exact"] and not c["partial"] and c["depth"] == fr[0]["depth"], c
+    assert c["depth"] == truth[who], (who, c["depth"], truth[who])
+    assert all(fr[i]["depth"] == fr[i]["size"] + fr[i + 1]["depth"] for i in range(len(fr) - 1)), who
+    names = [f["function"] for f in fr]
+    assert names[0] == "frames_recurse" and names.index("frames_f3") < names.index("frames_f2") < names.index("frames_f1"), names
+    assert all(f["return_address"] for f in fr[1:]) and fr[0]["file"] == "trace_frames.c", fr[0]
+assert any(t["name"] == "frames" for t in d["threads"])
+PY
+
 # The program's exit status, and its death by signal, are trace's.
 "$VMSTACK" trace -- sh -c 'exit 3' 2> /dev/null
 [ $? = 3 ] || fail "exit status not passed on"
@@ -149,7 +170,7 @@ fi
 # Usage.
 "$VMSTACK" trace --help | grep -q '^usage: vmstack trace' || fail "--help"
 for args in "" "--warn-depth 0 -- true" "--warn-depth 101 -- true" "--warn-frame abc -- true" \
-    "--warn-frame -- true" "--json -- true" "--frobnicate -- true" "--warn-depth"; do
+    "--warn-frame -- true" "--frobnicate -- true" "--warn-depth"; do
     err=$("$VMSTACK" trace $args 2>&1 > /dev/null)
     rc=$?
     [ $rc = 2 ] || fail "'trace $args': exit $rc, not 2"

@@ -144,5 +144,12 @@ const struct vms_trace_opts *vms__trace_options(void);
 
 /* tracetable.c: the report, in the kernel's format. */
 void vms__trace_format(FILE *f, const char *why);
+/*
+ * The same report as one JSON object (chains with their frames unfolded,
+ * quiet tasks, frame warnings), written as the value the caller's writer
+ * expects next.
+ */
+struct vms_json;
+void vms__trace_json(struct vms_json *j, const char *why);
 
 #endif
