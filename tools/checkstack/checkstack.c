@@ -47,9 +47,12 @@ static void help(void)
            "           it can jump over the guard into other memory (stack clash); build\n"
            "           with -fstack-clash-protection or use a larger guard\n"
            "  probed   the function touches its stack page by page (stack-clash probes)\n\n"
-           "Functions come from .symtab (.dynsym for stripped files, exported functions\n"
-           "only); those without call-frame information (hand-written assembly) are left\n"
-           "out.  Inlined functions count in their callers.  See vmstack-checkstack(1).\n");
+           "Every FDE of the call-frame information is analysed.  Names come from\n"
+           ".symtab, .dynsym or the separate debug file (/usr/lib/debug/.build-id,\n"
+           ".gnu_debuglink), else the address; C++ names are demangled; file:line\n"
+           "follows when DWARF has it.  Functions without call-frame information\n"
+           "(hand-written assembly) are left out.  Inlined functions count in their\n"
+           "callers.  See vmstack-checkstack(1).\n");
 }
 
 enum { OPT_MIN = 256, OPT_GUARD, OPT_JSON, OPT_MAX_FRAME, OPT_FAIL_ON };
