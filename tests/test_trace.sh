@@ -98,6 +98,8 @@ trace_build() {
     grep -q "^thread 'frames' .*frames_thread: [0-9]* of 8388608 stack bytes deep" "$dir/report.txt" ||
         fail "[$flags] header of the thread's chain"
     grep -q '^overall deepest: thread .frames.' "$dir/report.txt" || fail "[$flags] overall deepest is not 'frames'"
+    # vmstack's own frames (the preload's thread entry, its pthread_create) are not in the chains.
+    grep -q '^ *[0-9]*) .*\[libvmstack-preload\.so\]' "$dir/report.txt" && fail "[$flags] a frame of libvmstack-preload.so in a chain"
 }
 
 trace_build "-O0"

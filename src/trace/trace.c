@@ -61,6 +61,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -847,6 +849,43 @@ unsigned long vms__trace_quiet(void)
     return n;
 }
 
+/*
+ * The code of libvmstack-preload.so, when the tracer runs in it: its frames
+ * in a chain (the thread entry between start_thread and the start
+ * routine, the pthread_create interposer) are none of the program's.  In
+ * a program linked with libvmstack.a the library's code is the program's.
+ */
+static uintptr_t own_lo, own_hi;
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *base)
+{
+    (void)size;
+    if (info->dlpi_addr != (uintptr_t)base || !info->dlpi_name[0])
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) {
+            own_lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            own_hi = own_lo + info->dlpi_phdr[i].p_memsz;
+        }
+    return 1;
+}
+
+/* Drops our own frames from c; the frame below each grows by its size, so depths stay. */
+static void drop_own(struct vms_trace_chain *c)
+{
+    uint32_t k = 0, gap = c->gap;
+
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (i > 0 && c->f[i].ip >= own_lo && c->f[i].ip < own_hi) {
+            gap -= c->partial && i < c->gap;
+            continue;
+        }
+        c->f[k++] = c->f[i];
+    }
+    c->n = k;
+    c->gap = gap;
+}
+
 size_t vms__trace_collect(struct vms_trace_chain **out)
 {
     int used = tasks ? atomic_load_explicit(&tasks_used, memory_order_acquire) : 0;
@@ -872,6 +911,13 @@ size_t vms__trace_collect(struct vms_trace_chain **out)
         if (atomic_load_explicit(&t->state, memory_order_acquire) == LIVE && t->n && snapshot(t, &c[n], true))
             n++;
     }
+    if (!own_hi) {
+        Dl_info info;
+        if (dladdr((void *)vms__trace_collect, &info))
+            dl_iterate_phdr(find_own, info.dli_fbase);
+    }
+    for (size_t i = 0; own_hi && i < n; i++)
+        drop_own(&c[i]);
     qsort(c, n, sizeof *c, deepest_first);
     *out = c;
     return n;
