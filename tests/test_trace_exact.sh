@@ -108,6 +108,11 @@ case_check() {
 }
 
 case_check leafret leaf_nothing
+# --warn-frame also sees frames only the dead stack knows (leafret_caller's, below the tripwires).
+"$VMSTACK" trace --warn-frame 1500 --output "$TMP/warn.txt" -- "$TMP/trace_exact" leafret > /dev/null ||
+    fail "leafret --warn-frame: run failed"
+grep -q '^vmstack trace: WARNING: frame of 20[0-9][0-9] bytes (--warn-frame 1500) in leafret_caller+' "$TMP/warn.txt" ||
+    fail "--warn-frame missed leafret_caller: $(grep WARNING "$TMP/warn.txt")"
 case_check comeback comeback_b_leaf
 case_check bigframe big_frame
 case_check overwrite partial

@@ -339,32 +339,65 @@ static uintptr_t function_of(uintptr_t ip)
     return s.name ? ip - s.off : ip;
 }
 
-/* A frame above --warn-frame: its function's first time gets a slot with the chain from it outwards. */
-static void warn_frame(const struct task *t, uint32_t j, size_t size)
+/* The warning slot for function fn, claimed now; NULL when fn has one already or all are taken. */
+static struct warn_slot *warn_claim(uintptr_t fn)
 {
-    uintptr_t fn = function_of(t->buf[j].ip);
-
     for (int k = 0; k < WARN_MAX; k++) {
         struct warn_slot *s = &warns[k];
         uintptr_t cur = atomic_load_explicit(&s->fn, memory_order_acquire);
         if (cur == fn)
-            return;
+            return NULL;
         if (cur || !atomic_compare_exchange_strong_explicit(&s->fn, &cur, fn, memory_order_acq_rel,
                                                             memory_order_acquire)) {
             if (cur == fn)
-                return;
+                return NULL;
             continue;
         }
+        return s;
+    }
+    return NULL;
+}
+
+/* A frame above --warn-frame: its function's first time gets a slot with the chain from it outwards. */
+static void warn_frame(const struct task *t, uint32_t j, size_t size)
+{
+    struct warn_slot *s = warn_claim(function_of(t->buf[j].ip));
+
+    if (!s)
+        return;
+    s->w.who = t->who;
+    s->w.hi = t->hi;
+    s->w.size = size;
+    s->w.ret = j + 1 < t->n || t->inner_ret;
+    s->w.total = j + 1;
+    s->w.n = s->w.total < VMS_TRACE_WARN_CHAIN ? s->w.total : VMS_TRACE_WARN_CHAIN;
+    for (uint32_t i = 0; i < s->w.n; i++)
+        s->w.f[i] = t->buf[j - i];
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+}
+
+/*
+ * The frames of a task's final chain (innermost first) that the tripwires
+ * never saw: the deepest ones may not have crossed into the window.
+ */
+static void check_dead_frames(const struct task *t, const struct vms_trace_chain *c)
+{
+    for (uint32_t i = 0; i + 1 < c->n; i++) {
+        size_t size = c->f[i + 1].sp - c->f[i].sp;
+        struct warn_slot *s;
+        /* Not across frames lost in a partial chain: that is no one frame's size. */
+        if (size <= opts.warn_frame || !c->f[i].ip || (c->partial && i + 1 == c->gap) ||
+            !(s = warn_claim(function_of(c->f[i].ip - (i > 0)))))
+            continue;
         s->w.who = t->who;
         s->w.hi = t->hi;
         s->w.size = size;
-        s->w.ret = j + 1 < t->n || t->inner_ret;
-        s->w.total = j + 1;
+        s->w.ret = i > 0;
+        s->w.total = c->n - i;
         s->w.n = s->w.total < VMS_TRACE_WARN_CHAIN ? s->w.total : VMS_TRACE_WARN_CHAIN;
-        for (uint32_t i = 0; i < s->w.n; i++)
-            s->w.f[i] = t->buf[j - i];
+        for (uint32_t k = 0; k < s->w.n; k++)
+            s->w.f[k] = c->f[i + k];
         atomic_store_explicit(&s->ready, 1, memory_order_release);
-        return;
     }
 }
 
@@ -775,8 +808,11 @@ static void task_close(struct task *t, uintptr_t sp)
 
     if (wire)
         wire_remove(t, wire);
-    if (dead_result(t, sp, &c))
+    if (dead_result(t, sp, &c)) {
+        if (opts.warn_frame)
+            check_dead_frames(t, &c);
         keep_result(&c);
+    }
     else
         atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
     munmap(t->buf, t->cap * sizeof *t->buf);
@@ -870,13 +906,29 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *base)
     return 1;
 }
 
+/* Whether the tracer runs in libvmstack-preload.so (own_lo, own_hi set); outside signal context. */
+static bool own_code(void)
+{
+    if (!own_hi) {
+        Dl_info info;
+        if (dladdr((void *)own_code, &info))
+            dl_iterate_phdr(find_own, info.dli_fbase);
+    }
+    return own_hi != 0;
+}
+
+static bool is_own(uintptr_t ip)
+{
+    return ip >= own_lo && ip < own_hi;
+}
+
 /* Drops our own frames from c; the frame below each grows by its size, so depths stay. */
 static void drop_own(struct vms_trace_chain *c)
 {
     uint32_t k = 0, gap = c->gap;
 
     for (uint32_t i = 0; i < c->n; i++) {
-        if (i > 0 && c->f[i].ip >= own_lo && c->f[i].ip < own_hi) {
+        if (i > 0 && is_own(c->f[i].ip)) {
             gap -= c->partial && i < c->gap;
             continue;
         }
@@ -911,12 +963,7 @@ size_t vms__trace_collect(struct vms_trace_chain **out)
         if (atomic_load_explicit(&t->state, memory_order_acquire) == LIVE && t->n && snapshot(t, &c[n], true))
             n++;
     }
-    if (!own_hi) {
-        Dl_info info;
-        if (dladdr((void *)vms__trace_collect, &info))
-            dl_iterate_phdr(find_own, info.dli_fbase);
-    }
-    for (size_t i = 0; own_hi && i < n; i++)
+    for (size_t i = 0; own_code() && i < n; i++)
         drop_own(&c[i]);
     qsort(c, n, sizeof *c, deepest_first);
     *out = c;
@@ -938,8 +985,16 @@ size_t vms__trace_warnings(struct vms_trace_warn **out)
     if (!warns || !(*out = malloc(WARN_MAX * sizeof **out)))
         return 0;
     for (int k = 0; k < WARN_MAX; k++)
-        if (atomic_load_explicit(&warns[k].ready, memory_order_acquire))
-            (*out)[n++] = warns[k].w;
+        if (atomic_load_explicit(&warns[k].ready, memory_order_acquire)) {
+            struct vms_trace_warn *w = &(*out)[n++];
+            uint32_t kept = 0;
+            *w = warns[k].w;
+            for (uint32_t i = 0; i < w->n; i++)
+                if (i == 0 || !own_code() || !is_own(w->f[i].ip))
+                    w->f[kept++] = w->f[i];
+            w->total -= w->n - kept;
+            w->n = kept;
+        }
     return n;
 }
 
