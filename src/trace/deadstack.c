@@ -34,6 +34,7 @@
 #define SEGS_MAX 1024          /* executable segments of the process, at most */
 #define ALTSTACK_NEEDED ((size_t)16 << 10)
 #define OWN_SLACK 256          /* below the stack pointer at the switch: the calls made before it */
+#define TOP_SLACK 64           /* a fiber's first frame: its zero return address this near the top */
 #define RED_ZONE 128           /* what a leaf function may use below its stack pointer (x86-64 ABI) */
 #define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
 
@@ -538,8 +539,8 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t rb
             rbp_known = false;
         if (!ok)
             return false;
-        if (!ret) /* a thread's or the program's first frame */
-            return true;
+        if (!ret) /* a fiber's first frame, at the top of its stack; anywhere else a lost chain */
+            return d->hi - cfa <= TOP_SLACK;
         ip = ret;
         sp = cfa;
     }
@@ -649,9 +650,15 @@ uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *
         *gap = 1;
     }
     put(&d, callee, w);
-    /* A function with a frame pointer saved the caller's rbp right below the return address. */
+    /*
+     * A callee with a frame pointer saved the caller's rbp right below the
+     * return address: believed when it points at a frame record (saved rbp,
+     * then a return address).
+     */
     rbp = word(&d, at - sizeof(uintptr_t), &ok);
-    if (!unwind_from(&d, ret, at + sizeof(uintptr_t), rbp, ok && rbp > at && rbp < a->hi)) {
+    ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= a->hi && !(rbp & 7) &&
+         is_return_address(word(&d, rbp + sizeof(uintptr_t), &ok)) && ok;
+    if (!unwind_from(&d, ret, at + sizeof(uintptr_t), rbp, ok)) {
         /* The callers as the tripwires saw them, from the nearest recorded frame above the lost ones. */
         uintptr_t last = d.f[d.n - 1].sp;
         long m = (long)d.nrec - 1;
