@@ -714,8 +714,12 @@ static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
                                       .count = 1, .running = running, .main = t->grows, .ret = t->inner_ret,
                                       .depth_warned = t->depth_warned, .lost = t->lost,
                                       .signal_lost = t->signal_lost};
-        atomic_thread_fence(memory_order_acquire);
-        if (!(s & 1) && s == atomic_load_explicit(&t->seq, memory_order_relaxed))
+        /*
+         * The copy's reads must come before the second look at seq: a
+         * release read-modify-write orders them, where a fence would do too
+         * but ThreadSanitizer does not take fences.
+         */
+        if (!(s & 1) && s == atomic_fetch_add_explicit(&t->seq, 0, memory_order_acq_rel))
             return true;
         free(f);
         sched_yield();
