@@ -1,7 +1,7 @@
 /*
  * A program with known stack frames for the checkstack test: fixed arrays
- * of 64, 512, 4096 and 20000 bytes, a variable-length array, alloca, and
- * recursion.  test_checkstack.sh compiles it with -fstack-usage and compares
+ * of 64, 512, 4096 and 20000 bytes, a variable-length array, alloca,
+ * recursion, and a stack pointer saved to a register and restored from it.  test_checkstack.sh compiles it with -fstack-usage and compares
  * GCC's figures with what 'vmstack checkstack' reads from the binary.
  */
 #include <alloca.h>
@@ -74,6 +74,20 @@ NOINLINE int frame_recurse(int depth)
     return depth ? frame_recurse(depth - 1) + b[depth % 300] : b[0];
 }
 
+/*
+ * Moves rsp and puts it back from a copy in a register, as interpreters'
+ * code does around calls with a realigned stack: a restore, not a dynamic
+ * frame (-fstack-usage calls it static).
+ */
+NOINLINE int frame_restore(int x)
+{
+    volatile char b[256];
+
+    cs_sink(b, sizeof b);
+    __asm__ volatile("mov %%rsp, %%r13\n\tsub $64, %%rsp\n\tmov %%r13, %%rsp" ::: "r13", "memory");
+    return b[x & 255];
+}
+
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 100;
@@ -81,6 +95,6 @@ int main(int argc, char **argv)
     if (n < 1)
         n = 1;
     printf("%d\n", frame_64(n) + frame_512(n) + frame_4096(n) + frame_20000(n) + frame_vla(n) +
-                       frame_alloca(n) + frame_recurse(5));
+                       frame_alloca(n) + frame_recurse(5) + frame_restore(n));
     return 0;
 }

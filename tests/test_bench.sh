@@ -33,7 +33,7 @@ nums(d["cache_effect"], ("on", "off", "off_no_pool", "on_2threads", "off_2thread
 # run and trace preload an unsanitized library: skipped, without their keys, in sanitizer builds.
 table = open(sys.argv[2]).read()
 if "trace: skipped in a sanitizer build" not in table:
-    nums(d, ("trace_overhead",))
+    nums(d, ("trace_overhead", "trace_startup_overhead"))
 if "run: skipped in a sanitizer build" not in table:
     nums(d, ("run_overhead", "run_overhead_cpu"))
 s = d["scale"]

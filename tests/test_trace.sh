@@ -27,11 +27,18 @@ fail() {
     FAILS=$((FAILS + 1))
 }
 
-# rows HEADER < REPORT: the table rows of the chain whose header line starts with HEADER.
+# rows HEADER < REPORT: the table rows of the chain whose header line starts with HEADER; a
+# folded recursion ("... N more entries of the same S-byte frame") as a line "FOLD N".
 rows() {
     awk -v head="$1" 'index($0, head) == 1 { on = 1; next }
                       on && /^$/ { exit }
-                      on && /^ *[0-9]+\)/ { print }'
+                      on && /^ *[0-9]+\)/ { print }
+                      on && /^ *\.\.\. [0-9]+ more entries of the same/ { print "FOLD", $2 }'
+}
+
+# entries < ROWS: the number of entries the rows stand for, folded ones included.
+entries() {
+    awk '$1 == "FOLD" { n += $2; next } { n++ } END { print n + 0 }'
 }
 
 # su_size FUNCTION: the function's frame in gcc's .su files of the current build.
@@ -43,16 +50,22 @@ su_size() {
 check_chain() {
     rows "$1" < "$dir/report.txt" > "$dir/rows.txt"
     [ -s "$dir/rows.txt" ] || { fail "[$flags] no chain for $1"; return; }
-    # Depth(i) = Size(i) + Depth(i+1), the kernel's relation.
-    awk 'NR > 1 && prev_depth != prev_size + $2 { bad = 1 } { prev_depth = $2; prev_size = $3 }
+    # Depth(i) = Size(i) + Depth(i+1), the kernel's relation (a folded run: its frames' sizes).
+    awk '$1 == "FOLD" { fold = $2; next }
+         seen && prev_depth != prev_size * (fold + 1) + $2 { bad = 1 }
+         { seen = 1; prev_depth = $2; prev_size = $3; fold = 0 }
          END { exit bad }' "$dir/rows.txt" || fail "[$flags] $2: Depth(i) != Size(i) + Depth(i+1)"
+    grep -q '^FOLD' "$dir/rows.txt" || fail "[$flags] $2: the recursion is not folded"
     # Call order, innermost first, repeats folded.
-    order=$(awk '{ sub(/\+.*/, "", $4); if ($4 != last) printf "%s ", $4; last = $4 }' "$dir/rows.txt")
+    order=$(awk '$1 == "FOLD" { next } { sub(/\+.*/, "", $4); if ($4 != last) printf "%s ", $4; last = $4 }' "$dir/rows.txt")
     case $order in
     "frames_recurse frames_f3 frames_f2 frames_f1 run_chain "*) ;;
+    # Not inlined at -O0: the deepest function is the one measuring the stack pointer.
+    "stack_pointer frames_recurse frames_f3 frames_f2 frames_f1 run_chain "*) ;;
     *) fail "[$flags] $2: chain order: $order" ;;
     esac
-    n=$(grep -c ' frames_recurse+' "$dir/rows.txt")
+    n=$(awk '$1 == "FOLD" { if (last) n += $2; next } { last = index($4, "frames_recurse+") == 1; n += last }
+             END { print n + 0 }' "$dir/rows.txt")
     [ "$n" -ge "$3" ] || fail "[$flags] $2: $n frames_recurse entries, want >= $3"
     # Sizes against -fstack-usage; entry 0 may have faulted mid-prologue.
     for fn in frames_recurse frames_f3 frames_f2 frames_f1; do
@@ -85,6 +98,8 @@ trace_build() {
     grep -q "^thread 'frames' .*frames_thread: [0-9]* of 8388608 stack bytes deep" "$dir/report.txt" ||
         fail "[$flags] header of the thread's chain"
     grep -q '^overall deepest: thread .frames.' "$dir/report.txt" || fail "[$flags] overall deepest is not 'frames'"
+    # vmstack's own frames (the preload's thread entry, its pthread_create) are not in the chains.
+    grep -q '^ *[0-9]*) .*\[libvmstack-preload\.so\]' "$dir/report.txt" && fail "[$flags] a frame of libvmstack-preload.so in a chain"
 }
 
 trace_build "-O0"
@@ -123,9 +138,30 @@ print(f(100))' > "$TMP/py.out" || fail "python3 under vmstack trace failed"
     grep -q ' _PyEval_EvalFrameDefault+0x[0-9a-f]*/0x[0-9a-f]* \[' "$TMP/py.rows" ||
         fail "python3: no _PyEval_EvalFrameDefault in the chain"
     grep -q ' \[libc\.so\.6\]' "$TMP/py.rows" || fail "python3: no frame of libc in the chain"
-    [ "$(wc -l < "$TMP/py.rows")" -ge 300 ] || fail "python3: chain of $(wc -l < "$TMP/py.rows") entries for 100 levels"
-    echo "ok: python3: $(wc -l < "$TMP/py.rows") entries, $(awk 'NR == 1 { print $2 }' "$TMP/py.rows") bytes deep"
+    [ "$(entries < "$TMP/py.rows")" -ge 300 ] || fail "python3: chain of $(entries < "$TMP/py.rows") entries for 100 levels"
+    echo "ok: python3: $(entries < "$TMP/py.rows") entries, $(awk 'NR == 1 { print $2 }' "$TMP/py.rows") bytes deep"
 fi
+
+# --json: the usage table's object with the chains under "trace", from the shared JSON writer;
+# the same facts as the text (exact depth, Depth(i) = Size(i) + Depth(i+1), call order).
+"$VMSTACK" trace --json --output "$TMP/trace.json" -- "$dir/trace_frames" $DEPTH > "$TMP/json.truth" ||
+    fail "--json run failed"
+python3 - "$TMP/trace.json" "$TMP/json.truth" <<'PY' || fail "--json: $(head -c 300 "$TMP/trace.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+truth = dict((l.split()[1], int(l.split()[2])) for l in open(sys.argv[2]) if l.startswith("truth "))
+chains = dict(("main" if c["kind"] == "main thread" else c["name"], c) for c in d["trace"]["chains"])
+for who in ("frames", "main"):
+    c = chains[who]
+    fr = c["frames"]
+    assert c["exact"] and not c["partial"] and c["depth"] == fr[0]["depth"], c
+    assert c["depth"] == truth[who], (who, c["depth"], truth[who])
+    assert all(fr[i]["depth"] == fr[i]["size"] + fr[i + 1]["depth"] for i in range(len(fr) - 1)), who
+    names = [f["function"] for f in fr]
+    assert names[0] == "frames_recurse" and names.index("frames_f3") < names.index("frames_f2") < names.index("frames_f1"), names
+    assert all(f["return_address"] for f in fr[1:]) and fr[0]["file"] == "trace_frames.c", fr[0]
+assert any(t["name"] == "frames" for t in d["threads"])
+PY
 
 # The program's exit status, and its death by signal, are trace's.
 "$VMSTACK" trace -- sh -c 'exit 3' 2> /dev/null
@@ -136,7 +172,7 @@ fi
 # Usage.
 "$VMSTACK" trace --help | grep -q '^usage: vmstack trace' || fail "--help"
 for args in "" "--warn-depth 0 -- true" "--warn-depth 101 -- true" "--warn-frame abc -- true" \
-    "--warn-frame -- true" "--json -- true" "--frobnicate -- true" "--warn-depth"; do
+    "--warn-frame -- true" "--frobnicate -- true" "--warn-depth"; do
     err=$("$VMSTACK" trace $args 2>&1 > /dev/null)
     rc=$?
     [ $rc = 2 ] || fail "'trace $args': exit $rc, not 2"

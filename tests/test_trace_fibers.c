@@ -107,16 +107,29 @@ struct row {
     char fn[64];
 };
 
-/* The rows of the chain under the header starting with head. */
+/*
+ * The rows of the chain under the header starting with head; a folded
+ * recursion ("... N more entries of the same frame") unfolded into rows.
+ */
 static int rows(const char *text, const char *head, struct row *r, int max)
 {
     const char *p = strstr(text, head);
+    unsigned more;
     int n = 0;
 
     CHECK(p);
     p = strstr(strstr(p, "-----"), "\n") + 1;
-    while (n < max && sscanf(p, " %*u) %lu %lu %63[^+]", &r[n].depth, &r[n].size, r[n].fn) == 3) {
-        n++;
+    while (n < max) {
+        if (sscanf(p, " %*u) %lu %lu %63[^+]", &r[n].depth, &r[n].size, r[n].fn) == 3) {
+            n++;
+        } else if (n > 0 && sscanf(p, " ... %u more entries of the same", &more) == 1) {
+            for (; more > 0 && n < max; more--, n++) {
+                r[n] = r[n - 1];
+                r[n].depth -= r[n].size;
+            }
+        } else {
+            break;
+        }
         if (!(p = strchr(p, '\n')))
             break;
         p++;

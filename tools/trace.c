@@ -3,7 +3,8 @@
  * tracer.  The program runs under libvmstack-preload.so as with 'run'
  * (which does the checking and the exec: this command hands it its
  * options), with VMSTACK_RUN_TRACE=1 so that every thread and the main
- * one get a tripwire below their deepest stack page (src/trace/trace.c), and
+ * one get a tripwire window below their deepest stack page and a scan of
+ * their dead stack when they end (src/trace/trace.c, deadstack.c), and
  * the report at exit adds each thread's deepest call chain in the
  * kernel's "Depth Size Location" format.
  */
@@ -20,12 +21,15 @@ static void help(void)
            "records the deepest call chain of every thread, the main one included,\n"
            "printed at exit after the usage table in the format of the kernel's stack\n"
            "tracer (Depth, Size, Location: function+offset/size [module] file:line).\n"
-           "No recompilation: a one-page tripwire below the deepest stack page touched\n"
-           "so far faults on the next deeper page, the chain is unwound from there and\n"
-           "the tripwire moves down.  Depths are exact to one page; frame sizes are\n"
+           "No recompilation: a tripwire window (at least the guard's size) below the\n"
+           "deepest stack page touched so far faults on deeper use, the chain is\n"
+           "unwound from there and the window moves down; when a thread ends (or at\n"
+           "exit) its dead stack, zeroed when tracing began, gives the exact depth and\n"
+           "the chain still there, marked partial where later calls overwrote it.\n"
+           "Depths are exact to the word (the deepest stack pointer); frame sizes are\n"
            "exact (differences of canonical frame addresses, return address included,\n"
-           "as gcc -fstack-usage counts).  Once the stack is as deep as it gets,\n"
-           "tracing costs nothing.  The exit status is the program's.\n\n"
+           "as gcc -fstack-usage counts).  Recursion is folded.  The program sees no\n"
+           "difference; the exit status is the program's.\n\n"
            "Options:\n"
            "  --warn-frame BYTES    report each function seen with a frame above BYTES\n"
            "                        once, with the chain that reached it\n"
@@ -34,6 +38,8 @@ static void help(void)
            "  --all-lines           file:line also from separately installed debug files\n"
            "                        (/usr/lib/debug; 0.1-0.2 s per library at exit);\n"
            "                        by default only from modules built with -g\n"
+           "  --json                the usage table and the chains as one JSON object\n"
+           "                        (chains under \"trace\", frames unfolded)\n"
            "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
@@ -94,7 +100,9 @@ static int on_option(void *ctx, int opt, const char *v)
         a->all_lines = true;
         return 0;
     case OPT_JSON:
-        return cmd_usage_error("trace", "--json: the trace report is text only");
+        /* 'run --json': the usage table as JSON, the chains in it under "trace". */
+        a->run_argv[a->run_argc++] = "--json";
+        return 0;
     }
     while (o->val != opt)
         o++;

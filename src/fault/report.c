@@ -83,16 +83,21 @@ void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max)
     put(b, name, n);
 }
 
-/* "function+0x1b/0x40 [module]", the kernel's %pS. */
-static void put_symbol(struct vms_sbuf *b, uintptr_t addr)
+/*
+ * "function+0x1b/0x40 [module]", the kernel's %pS; ret: addr is a return
+ * address, looked up at addr - 1 (the call), as %pB does: a call at the
+ * very end of a function (to one that does not return) is not named after
+ * the next function.
+ */
+static void put_symbol(struct vms_sbuf *b, uintptr_t addr, bool ret)
 {
     struct vms_symres s;
 
-    vms__symbols_lookup(addr, &s);
+    vms__symbols_lookup(addr - ret, &s);
     if (s.name) {
         vms__sb_str(b, s.name);
         vms__sb_str(b, "+");
-        vms__sb_hex(b, s.off);
+        vms__sb_hex(b, s.off + ret);
         vms__sb_str(b, "/");
         vms__sb_hex(b, s.size);
     } else {
@@ -103,7 +108,7 @@ static void put_symbol(struct vms_sbuf *b, uintptr_t addr)
         vms__sb_str(b, s.module);
         if (!s.name) {
             vms__sb_str(b, "+");
-            vms__sb_hex(b, s.modoff);
+            vms__sb_hex(b, s.modoff + ret);
         }
         vms__sb_str(b, "]");
     }
@@ -171,7 +176,7 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
     }
     if (t->start) {
         vms__sb_str(b, ", start routine ");
-        put_symbol(b, (uintptr_t)t->start);
+        put_symbol(b, (uintptr_t)t->start, false);
     }
 }
 
@@ -181,6 +186,7 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
 struct run {
     uintptr_t ip;
     uint64_t n;
+    bool ret;          /* ip is a return address (every frame but the interrupted one) */
 };
 
 static void put_run(struct vms_sbuf *b, const struct run *r)
@@ -188,13 +194,13 @@ static void put_run(struct vms_sbuf *b, const struct run *r)
     vms__sb_str(b, "vmstack:  [<");
     vms__sb_hex(b, r->ip);
     vms__sb_str(b, ">] ");
-    put_symbol(b, r->ip);
+    put_symbol(b, r->ip, r->ret);
     vms__sb_str(b, "\n");
     if (r->n > 1) {
         vms__sb_str(b, "vmstack:  ... ");
         vms__sb_dec(b, r->n - 1);
         vms__sb_str(b, r->n == 2 ? " more frame of " : " more frames of ");
-        put_symbol(b, r->ip);
+        put_symbol(b, r->ip, r->ret);
         vms__sb_str(b, "\n");
     }
 }
@@ -221,15 +227,16 @@ static void end_run(struct trace *t)
     t->runs++;
 }
 
-static void add_frame(struct trace *t, uintptr_t ip)
+static void add_frame(struct trace *t, uintptr_t ip, bool ret)
 {
-    if (t->cur.n && t->cur.ip == ip) {
+    if (t->cur.n && t->cur.ip == ip && t->cur.ret == ret) {
         t->cur.n++;
         return;
     }
     if (t->cur.n)
         end_run(t);
     t->cur.ip = ip;
+    t->cur.ret = ret;
     t->cur.n = 1;
 }
 
@@ -267,7 +274,7 @@ static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
 
     vms__sb_str(b, "vmstack: Call Trace:\n");
     if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0) {
-        add_frame(&t, f->ip);
+        add_frame(&t, f->ip, false);
         end_trace(&t);
         return;
     }
@@ -276,7 +283,7 @@ static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
             break;
         if (i > 0 && (sp <= prev_sp || sp > limit))
             break;
-        add_frame(&t, ip);
+        add_frame(&t, ip, i > 0);
         prev_sp = sp;
         if (unw_step(&c) <= 0)
             break;

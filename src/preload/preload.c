@@ -400,8 +400,12 @@ __attribute__((constructor)) static void preload_init(void)
 
 __attribute__((destructor)) static void preload_fini(void)
 {
-    if (active)
-        vms__run_exit_table();
+    if (!active)
+        return;
+    /* The exiting thread's dead stack is read before our exit code runs on it. */
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+        vms__trace_end();
+    vms__run_exit_table();
 }
 
 /* Programs that end with _exit (shells do) skip destructors: the table comes here. */

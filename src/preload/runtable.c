@@ -425,6 +425,11 @@ static void json_table(FILE *f, const struct row *rows, size_t n, const char *wh
     for (size_t i = 0; i < n; i++)
         json_row(&j, &rows[i]);
     vms__json_arr_end(&j);
+    /* 'vmstack trace --json': the deepest chains in the same object. */
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed)) {
+        vms__json_key(&j, "trace");
+        vms__trace_json(&j, why);
+    }
     vms__json_obj_end(&j);
     vms__json_end(&j);
     fputc('\n', f);
@@ -503,8 +508,8 @@ void vms__run_table(const char *why)
     vms__symbols_snapshot();
     if ((rows = collect(&n)) && (f = open_memstream(&text, &len))) {
         format(f, rows, n, why);
-        /* 'vmstack trace' adds the deepest chains, in the same single write. */
-        if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+        /* 'vmstack trace' adds the deepest chains, in the same single write (JSON: inside the table's object). */
+        if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed) && !vms__run_opts.json)
             vms__trace_format(f, why);
         fclose(f);
         /* One write, never mixed with the program's own buffered stderr. */

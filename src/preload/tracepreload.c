@@ -51,7 +51,7 @@ static void trace_main_thread(void)
     if (size > (size_t)(hi - (char *)0))
         return;
     prctl(PR_GET_NAME, who.name);
-    vms__trace_begin(hi - size, hi, true, &who);
+    vms__trace_begin(hi - size, hi, true, MAIN_GUARD_PAGES * vms__g.page, &who);
 }
 
 static bool is_function(const struct sigaction *sa)
@@ -80,6 +80,8 @@ static void handlers_onstack(void)
             sigaction(sig, &sa, NULL);
 }
 
+static void resolve_sigmask(void);
+
 void vms__trace_preload_init(void)
 {
     struct vms_trace_opts o = {0};
@@ -87,6 +89,7 @@ void vms__trace_preload_init(void)
 
     if (!v || strcmp(v, "1"))
         return;
+    resolve_sigmask();
     if ((v = getenv("VMSTACK_TRACE_WARN_FRAME")))
         o.warn_frame = strtoul(v, NULL, 10);
     if ((v = getenv("VMSTACK_TRACE_WARN_DEPTH")))
@@ -110,26 +113,42 @@ static const sigset_t *without_segv(int how, const sigset_t *set, sigset_t *copy
     return copy;
 }
 
+/*
+ * The real calls, found at start-up: a dlsym on the program's first call
+ * would run the dynamic linker's lookup on the program's stack, deeper
+ * than the program itself may ever go, and show in its chain.
+ */
+static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+
+static void resolve_sigmask(void)
+{
+    if (!real_pthread_sigmask)
+        real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
+    if (!real_sigprocmask)
+        real_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
+}
+
 VMS_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-    static int (*real)(int, const sigset_t *, sigset_t *);
     sigset_t copy;
 
-    if (!real && !(real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask")))
+    resolve_sigmask();
+    if (!real_pthread_sigmask)
         return EINVAL;
-    return real(how, without_segv(how, set, &copy), old);
+    return real_pthread_sigmask(how, without_segv(how, set, &copy), old);
 }
 
 VMS_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-    static int (*real)(int, const sigset_t *, sigset_t *);
     sigset_t copy;
 
-    if (!real && !(real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask"))) {
+    resolve_sigmask();
+    if (!real_sigprocmask) {
         errno = EINVAL;
         return -1;
     }
-    return real(how, without_segv(how, set, &copy), old);
+    return real_sigprocmask(how, without_segv(how, set, &copy), old);
 }
 
 /* A thread of the program, on its own stack; a stack it brought itself is left alone. */
@@ -140,5 +159,5 @@ void vms__trace_run_thread(const struct run_thread *t)
     if (t->user_stack || !t->lo)
         return;
     memcpy(who.name, t->name, sizeof t->name);
-    vms__trace_begin(t->lo, t->hi, false, &who);
+    vms__trace_begin(t->lo, t->hi, false, t->guard, &who);
 }

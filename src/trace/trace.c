@@ -3,36 +3,51 @@
  * programs that were not rebuilt for it.
  *
  * The kernel's tracer runs at every function entry; user space has no such
- * hook without recompiling.  What every deeper call does do is touch a
- * stack page below all pages touched before.  So each traced task gets a
- * tripwire: one inaccessible page (a guard marker, or PROT_NONE in mprotect
- * mode) just below the deepest page touched so far.  The first access to it
- * faults; the handler (fault.c calls vms__trace_fault, its tripwire hook, before anything else)
- * unwinds the interrupted context with libunwind into the task's
- * preallocated buffer -- that chain is the deepest yet -- moves the
- * tripwire one page down and returns, so the access retries and the
- * program goes on.  Once the stack has been as deep as it gets, nothing
- * faults any more: tracing costs nothing in steady state.  A thread finds
- * its task through a thread-local pointer; a fiber's task is found by the
- * tripwire's address, so fiber switches need not tell the tracer anything.
+ * hook without recompiling.  Two things together do the job here.
  *
- * Exactness: each new page is first touched by a recorded chain, so the
- * last recorded chain is the first to reach the deepest page touched; the
- * true deepest stack pointer lies below it by less than one page.  Frame
- * sizes are differences of successive stack pointers in the unwound
- * chain, i.e. of canonical frame addresses: exact, and including the
- * return address, as GCC's -fstack-usage counts on x86-64.  The innermost
- * frame may be cut short (the fault can hit mid-prologue).
+ * Tripwires.  What every deeper call does is touch stack memory below all
+ * memory touched before.  So each traced task gets a tripwire window: guard
+ * markers (PROT_NONE in mprotect mode) on the pages just below the deepest
+ * page touched so far, at least as many bytes as the stack's guard, so
+ * that a frame that cannot jump the guard cannot jump the window either.
+ * The first access to it faults; the handler (fault.c calls
+ * vms__trace_fault, its tripwire hook, before anything else) unwinds the
+ * interrupted context with libunwind into the task's preallocated buffer
+ * -- that chain is the deepest yet -- moves the window below the access
+ * and returns, so the access retries and the program goes on.  Once the
+ * stack has been as deep as it gets, nothing faults any more.  A thread
+ * finds its task through a thread-local pointer; a fiber's task is found
+ * by the window's address, so fiber switches need not tell the tracer
+ * anything.  Because a call pushes its return address at the new stack
+ * pointer, the window is always below the stack pointer by the time a
+ * system call runs: a buffer the kernel fills lies in frames above it, so
+ * no read() into a stack buffer ends early with EFAULT.
  *
- * Limits: a frame larger than a page that does not probe its pages (no
- * -fstack-clash-protection) can step over the tripwire: it is then found
- * again on the next fault (the tripwire goes below the stack pointer).  A
- * tripwire fault while SIGSEGV is blocked kills the process, so traced
- * threads get SIGSEGV unblocked, and pthread_create is preceded by
+ * The dead stack (deadstack.c).  A frame can reach its deepest word
+ * without crossing a page boundary, and a deep call can come after the
+ * stack came back up: the tripwires' chain is then not the deepest.  The
+ * unused stack is zeroed when tracing starts, so when the task ends its
+ * lowest non-zero word is its exact depth; the frames there are unwound
+ * from their return addresses and joined to the recorded chain, or marked
+ * partial where later calls overwrote them.  That scan runs on the
+ * thread's alternate signal stack, before any other exit code of ours,
+ * so vmstack's own frames neither deepen the stack nor appear in a chain.
+ *
+ * The depth is that of the deepest stack pointer: the deepest function's
+ * frame is taken whole from its call-frame information (it may have
+ * written zeros last), and a leaf's red zone (up to 128 bytes it may use
+ * below its stack pointer) is not counted, as -fstack-usage does not count
+ * it; the usage table's PEAK, the lowest non-zero word, may be up to that
+ * much deeper.  Frame sizes are differences of successive stack pointers
+ * in the chain, i.e. of canonical frame addresses: exact, and including
+ * the return address, as GCC's -fstack-usage counts on x86-64.
+ *
+ * Limits: a tripwire fault while SIGSEGV is blocked kills the process, so
+ * traced threads get SIGSEGV unblocked, and pthread_create is preceded by
  * vms__trace_prefault.  A signal delivered on the stack when its frame
- * would overlap the tripwire cannot be delivered: the kernel sends
- * SIGSEGV (SI_KERNEL) instead; the tripwire is moved clear and a warning
- * says that a signal was lost.
+ * would overlap the window cannot be delivered: the kernel sends SIGSEGV
+ * (SI_KERNEL) instead; the window is moved clear and a warning says that
+ * a signal was lost.
  *
  * The handler is async-signal-safe: syscalls (madvise, mprotect, write),
  * libunwind's local unwinding, the symbol snapshot, atomics; no malloc,
@@ -46,6 +61,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -65,6 +82,7 @@
 #define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
 #define WARN_MAX 64            /* distinct functions reported by --warn-frame */
 #define PREFAULT_BYTES (4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
+#define WINDOW_MIN ((size_t)64 << 10) /* a stack with a smaller guard (glibc's 4 KiB) still gets this window */
 #define SIGFRAME_ROOM ((uintptr_t)16 << 10) /* a signal frame with AVX-512 state, and the red zone */
 
 enum { FREE = 0, BUSY, LIVE };
@@ -72,9 +90,11 @@ enum { FREE = 0, BUSY, LIVE };
 /* A traced task.  The handler reaches its own through `self`, others' by scanning. */
 struct task {
     _Atomic int state;
-    _Atomic uintptr_t wire;      /* lowest byte of the tripwire page; 0: none */
-    _Atomic uintptr_t moving;    /* the tripwire being removed, still a tripwire */
+    _Atomic uintptr_t wire;      /* the top (end) of the tripwire window; 0: none */
+    _Atomic uintptr_t moving;    /* top of the window being removed, still a tripwire */
     uintptr_t lo, hi;
+    size_t window;               /* bytes of the window, before it is cut at the stack's bottom */
+    uintptr_t floor;             /* where the program's own use starts: our frames of the start are above */
     bool grows;
     struct vms_task who;
     struct vms_trace_frame *buf; /* the deepest chain; cap entries, mmap'd */
@@ -112,54 +132,76 @@ static uintptr_t page_floor(uintptr_t a)
     return a & ~(uintptr_t)(vms__g.page - 1);
 }
 
-static int wire_set(uintptr_t at, bool on)
+/*
+ * The window that ends at top: its lowest byte.  Never the stack's bottom
+ * page (a fiber's canary lives there); 0 when nothing is left above it.
+ */
+static uintptr_t window_bottom(const struct task *t, uintptr_t top)
+{
+    uintptr_t pg = vms__g.page, min = t->lo + pg;
+
+    if (top < min + pg)
+        return 0;
+    return top - min > t->window ? top - t->window : min;
+}
+
+static int wire_set(uintptr_t at, size_t len, bool on)
 {
     void *p = (void *)at;
     int rc;
 
     if (vms__g.mode == VMS_GUARD_MADVISE)
-        rc = madvise(p, vms__g.page, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE);
+        rc = madvise(p, len, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE);
     else
-        rc = mprotect(p, vms__g.page, on ? PROT_NONE : PROT_READ | PROT_WRITE);
+        rc = mprotect(p, len, on ? PROT_NONE : PROT_READ | PROT_WRITE);
     return rc ? -errno : 0;
 }
 
 /*
- * The main thread's stack mapping grows only when touched: a tripwire below
- * it needs the page mapped first.  The caller made sure it is within the
- * stack's limit.
+ * The main thread's stack mapping grows only when touched: a window below
+ * it needs its lowest page mapped first.  The caller made sure it is
+ * within the stack's limit.
  */
-static int wire_install(const struct task *t, uintptr_t at)
+static int wire_install(const struct task *t, uintptr_t top)
 {
-    int rc = wire_set(at, true);
+    uintptr_t at = window_bottom(t, top);
+    int rc = wire_set(at, top - at, true);
 
     if (rc == -ENOMEM && t->grows) {
         *(volatile char *)at = 0;
-        rc = wire_set(at, true);
+        rc = wire_set(at, top - at, true);
     }
     return rc;
 }
 
+static void wire_remove(const struct task *t, uintptr_t top)
+{
+    uintptr_t at = window_bottom(t, top);
+
+    wire_set(at, top - at, false);
+}
+
 /*
- * Moves t's tripwire from old to the page below `used` (the lowest byte
- * known touched), at least one page down; none once the stack's bottom
- * page is reached: the real guard below takes over.  Whoever wins the exchange
- * moves it; a loser's access retries.  `moving` keeps the old page known
- * as a tripwire until it is really gone, for other threads faulting on it.
+ * Moves t's window from the one ending at old to below `used` (the lowest
+ * byte known touched), at least one page down; none once nothing is left
+ * above the stack's bottom page: the real guard below takes over.  Whoever
+ * wins the exchange moves it; a loser's access retries.  `moving` keeps
+ * the old window known as a tripwire until it is really gone, for other
+ * threads faulting on it.
  */
 static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
 {
     uintptr_t pg = vms__g.page, next = page_floor(used);
 
-    if (next > old)
-        next = old;
-    /* Never the bottom page: a fiber's canary lives there. */
-    next = next >= t->lo + 2 * pg ? next - pg : 0;
+    if (next >= old)
+        next = old - pg;
+    if (!window_bottom(t, next))
+        next = 0;
     atomic_store_explicit(&t->moving, old, memory_order_relaxed);
     if (!atomic_compare_exchange_strong_explicit(&t->wire, &old, next, memory_order_acq_rel, memory_order_relaxed))
         return;
     /* Removed first: in mprotect mode, the main stack grows only below an accessible page. */
-    wire_set(old, false);
+    wire_remove(t, old);
     if (next && wire_install(t, next)) {
         atomic_store_explicit(&t->wire, 0, memory_order_relaxed);
         t->lost = true;
@@ -167,9 +209,9 @@ static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
     atomic_store_explicit(&t->moving, 0, memory_order_release);
 }
 
-static bool in_page(uintptr_t page, uintptr_t addr)
+static bool in_window(const struct task *t, uintptr_t top, uintptr_t addr)
 {
-    return page && addr >= page && addr - page < vms__g.page;
+    return top && addr < top && addr >= window_bottom(t, top);
 }
 
 /* ---- recording, in signal context ---- */
@@ -297,32 +339,65 @@ static uintptr_t function_of(uintptr_t ip)
     return s.name ? ip - s.off : ip;
 }
 
-/* A frame above --warn-frame: its function's first time gets a slot with the chain from it outwards. */
-static void warn_frame(const struct task *t, uint32_t j, size_t size)
+/* The warning slot for function fn, claimed now; NULL when fn has one already or all are taken. */
+static struct warn_slot *warn_claim(uintptr_t fn)
 {
-    uintptr_t fn = function_of(t->buf[j].ip);
-
     for (int k = 0; k < WARN_MAX; k++) {
         struct warn_slot *s = &warns[k];
         uintptr_t cur = atomic_load_explicit(&s->fn, memory_order_acquire);
         if (cur == fn)
-            return;
+            return NULL;
         if (cur || !atomic_compare_exchange_strong_explicit(&s->fn, &cur, fn, memory_order_acq_rel,
                                                             memory_order_acquire)) {
             if (cur == fn)
-                return;
+                return NULL;
             continue;
         }
+        return s;
+    }
+    return NULL;
+}
+
+/* A frame above --warn-frame: its function's first time gets a slot with the chain from it outwards. */
+static void warn_frame(const struct task *t, uint32_t j, size_t size)
+{
+    struct warn_slot *s = warn_claim(function_of(t->buf[j].ip));
+
+    if (!s)
+        return;
+    s->w.who = t->who;
+    s->w.hi = t->hi;
+    s->w.size = size;
+    s->w.ret = j + 1 < t->n || t->inner_ret;
+    s->w.total = j + 1;
+    s->w.n = s->w.total < VMS_TRACE_WARN_CHAIN ? s->w.total : VMS_TRACE_WARN_CHAIN;
+    for (uint32_t i = 0; i < s->w.n; i++)
+        s->w.f[i] = t->buf[j - i];
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+}
+
+/*
+ * The frames of a task's final chain (innermost first) that the tripwires
+ * never saw: the deepest ones may not have crossed into the window.
+ */
+static void check_dead_frames(const struct task *t, const struct vms_trace_chain *c)
+{
+    for (uint32_t i = 0; i + 1 < c->n; i++) {
+        size_t size = c->f[i + 1].sp - c->f[i].sp;
+        struct warn_slot *s;
+        /* Not across frames lost in a partial chain: that is no one frame's size. */
+        if (size <= opts.warn_frame || !c->f[i].ip || (c->partial && i + 1 == c->gap) ||
+            !(s = warn_claim(function_of(c->f[i].ip - (i > 0)))))
+            continue;
         s->w.who = t->who;
         s->w.hi = t->hi;
         s->w.size = size;
-        s->w.ret = j + 1 < t->n || t->inner_ret;
-        s->w.total = j + 1;
+        s->w.ret = i > 0;
+        s->w.total = c->n - i;
         s->w.n = s->w.total < VMS_TRACE_WARN_CHAIN ? s->w.total : VMS_TRACE_WARN_CHAIN;
-        for (uint32_t i = 0; i < s->w.n; i++)
-            s->w.f[i] = t->buf[j - i];
+        for (uint32_t k = 0; k < s->w.n; k++)
+            s->w.f[k] = c->f[i + k];
         atomic_store_explicit(&s->ready, 1, memory_order_release);
-        return;
     }
 }
 
@@ -414,7 +489,7 @@ static struct task *wire_owner(uintptr_t addr, uintptr_t *wire)
         if (atomic_load_explicit(&t->state, memory_order_acquire) != LIVE)
             continue;
         *wire = atomic_load_explicit(&t->wire, memory_order_acquire);
-        if (in_page(*wire, addr) || in_page(atomic_load_explicit(&t->moving, memory_order_acquire), addr))
+        if (in_window(t, *wire, addr) || in_window(t, atomic_load_explicit(&t->moving, memory_order_acquire), addr))
             return t;
     }
     return NULL;
@@ -432,7 +507,7 @@ static bool signal_blocked_by_wire(struct task *t, ucontext_t *uc)
     char text[256];
     struct vms_sbuf s = {text, sizeof text, 0};
 
-    if (!wire || sp < wire || sp - wire > vms__g.page + SIGFRAME_ROOM)
+    if (!wire || sp < window_bottom(t, wire) || sp > wire + SIGFRAME_ROOM)
         return false;
     t->signal_lost = true;
     warn_line(t, &s, "could not take a signal with its stack next to the tripwire: that signal is lost\n");
@@ -454,7 +529,7 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
         return false;
     if (t) {
         wire = atomic_load_explicit(&t->wire, memory_order_acquire);
-        if (in_page(wire, addr)) {
+        if (in_window(t, wire, addr)) {
             own_fault(t, wire, addr, uc);
             return true;
         }
@@ -466,7 +541,7 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
      */
     if (!(t = wire_owner(addr, &wire)))
         return false;
-    if (!in_page(wire, addr))
+    if (!in_window(t, wire, addr))
         return true;
     sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     if (sp >= t->lo && sp < t->hi)
@@ -544,8 +619,14 @@ static void unblock_segv(void)
     pthread_sigmask(SIG_UNBLOCK, &s, NULL);
 }
 
+/* The window for a stack with guard bytes below it: a page more, so that the guard's worth of frame fits below the page it starts in. */
+static size_t window_for(size_t guard)
+{
+    return (guard > WINDOW_MIN ? guard : WINDOW_MIN) + vms__g.page;
+}
+
 /* A task record with its chain buffer, not yet live, in *out; 0 or a negative errno. */
-static int task_open(char *lo, char *hi, bool grows, const struct vms_task *who, struct task **out)
+static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct vms_task *who, struct task **out)
 {
     struct task *t;
     size_t frames;
@@ -561,49 +642,60 @@ static int task_open(char *lo, char *hi, bool grows, const struct vms_task *who,
         atomic_store_explicit(&t->state, FREE, memory_order_release);
         return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
     }
-    *t = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .grows = grows, .who = *who, .buf = buf,
-                       .cap = frames};
+    *t = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
+                       .who = *who, .buf = buf, .cap = frames};
     *out = t;
     return 0;
 }
 
-/* Live, with its first tripwire at the page `first` (none below the stack's second page). */
-static void task_start(struct task *t, uintptr_t first)
+/*
+ * Live, its unused stack below `floor` zeroed (the dead-stack scan at its
+ * end counts every non-zero word as the task's), with its window ending
+ * at the page `top`.
+ */
+static void task_start(struct task *t, uintptr_t floor, uintptr_t top)
 {
+    t->floor = floor;
+    vms__dead_zero(t->lo, floor);
     atomic_store_explicit(&t->state, LIVE, memory_order_release);
-    if (first >= t->lo + vms__g.page && wire_install(t, first) == 0)
-        atomic_store_explicit(&t->wire, first, memory_order_release);
+    if (window_bottom(t, top) && wire_install(t, top) == 0)
+        atomic_store_explicit(&t->wire, top, memory_order_release);
 }
 
-int vms__trace_begin(char *lo, char *hi, bool grows, const struct vms_task *who)
+/* On the altstack: nothing of ours is below sp on the thread's stack. */
+static void begin_on_altstack(void *p, uintptr_t sp)
 {
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    task_start(p, sp, page_floor(sp));
+}
+
+int vms__trace_begin(char *lo, char *hi, bool grows, size_t guard, const struct vms_task *who)
+{
     struct task *t;
     int rc;
 
     if (!atomic_load_explicit(&vms__trace_armed, memory_order_acquire) || self)
         return 0;
-    if ((rc = task_open(lo, hi, grows, who, &t)))
+    if ((rc = task_open(lo, hi, grows, guard, who, &t)))
         return rc;
     unblock_segv();
     self = t;
-    /* Below this frame, clear of the calls that install it. */
-    task_start(t, page_floor(sp - 1024) - vms__g.page);
+    vms__trace_on_altstack(begin_on_altstack, t);
     return 0;
 }
 
 /*
  * A fiber's stack, before it first runs: its first frames are in the top
- * page, the tripwire goes below it.  The fault handler finds a fiber's
- * task by the tripwire's address, not through `self`, so no switch has
- * to tell it which fiber runs.
+ * page, the window goes below the next one.  The fault handler finds a
+ * fiber's task by the window's address, not through `self`, so no switch
+ * has to tell it which fiber runs.
  */
 void vms__trace_fiber_start(const struct vms_fiber_desc *f)
 {
+    size_t guard = f->owns_stack ? f->stack.guard_size : vms__g.cfg.guard_size;
     struct task *t;
 
-    if (task_open(f->base, f->base + f->size, false, f->task, &t) == 0)
-        task_start(t, page_floor((uintptr_t)f->base + f->size) - 2 * vms__g.page);
+    if (task_open(f->base, f->base + f->size, false, guard, f->task, &t) == 0)
+        task_start(t, (uintptr_t)f->sp, page_floor((uintptr_t)f->sp) - vms__g.page);
 }
 
 /* Copies t's chain (seqlock: retried while the handler writes it); false when out of memory. */
@@ -617,12 +709,17 @@ static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
             return false;
         for (uint32_t i = 0; i < n; i++) /* innermost first, as printed */
             f[i] = t->buf[n - 1 - i];
-        *c = (struct vms_trace_chain){.who = t->who, .lo = t->lo, .hi = t->hi, .n = n, .f = f, .faults = t->faults,
+        *c = (struct vms_trace_chain){.who = t->who, .lo = t->lo, .hi = t->hi, .n = n, .f = f,
+                                      .depth = n ? t->hi - f[0].sp : 0, .faults = t->faults,
                                       .count = 1, .running = running, .main = t->grows, .ret = t->inner_ret,
                                       .depth_warned = t->depth_warned, .lost = t->lost,
                                       .signal_lost = t->signal_lost};
-        atomic_thread_fence(memory_order_acquire);
-        if (!(s & 1) && s == atomic_load_explicit(&t->seq, memory_order_relaxed))
+        /*
+         * The copy's reads must come before the second look at seq: a
+         * release read-modify-write orders them, where a fence would do too
+         * but ThreadSanitizer does not take fences.
+         */
+        if (!(s & 1) && s == atomic_fetch_add_explicit(&t->seq, 0, memory_order_acq_rel))
             return true;
         free(f);
         sched_yield();
@@ -631,7 +728,7 @@ static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
 
 static uintptr_t chain_depth(const struct vms_trace_chain *c)
 {
-    return c->n ? c->hi - c->f[0].sp : 0;
+    return c->depth;
 }
 
 /* Past RESULTS_MAX: the deepest chain per start routine.  True if c was consumed. */
@@ -676,20 +773,63 @@ static void keep_result(struct vms_trace_chain *c)
     pthread_mutex_unlock(&results_lock);
 }
 
-/* No tripwire may outlive its task: the stack goes back to a cache.  The chain goes to the results. */
-static void task_close(struct task *t)
+/*
+ * The task's final chain from its dead stack, below `clobbered` (our own
+ * exit code may have written above it): false when it never wrote below
+ * where its tracing started (the words there may be those of our own
+ * start), or when out of memory.
+ */
+static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_chain *c)
+{
+    struct vms_dead_args a = {.lo = t->lo, .hi = t->hi, .clobbered = clobbered, .rec = t->buf, .nrec = t->n};
+    size_t cap;
+
+    if (!(a.lowest = vms__dead_lowest(t->lo, clobbered)) || a.lowest >= t->floor)
+        return false;
+    /* Every dead frame holds a return address at least, the recorded ones come on top. */
+    cap = (t->hi - a.lowest) / sizeof(uintptr_t) + t->n + 2;
+    if (cap > MAX_FRAMES)
+        cap = MAX_FRAMES;
+    *c = (struct vms_trace_chain){.who = t->who, .lo = t->lo, .hi = t->hi, .depth = t->hi - a.lowest,
+                                  .faults = t->faults, .count = 1, .main = t->grows, .exact = true,
+                                  .depth_warned = t->depth_warned, .lost = t->lost, .signal_lost = t->signal_lost};
+    if (!(c->f = malloc(cap * sizeof *c->f)))
+        return false;
+    c->n = vms__dead_chain(&a, c->f, (uint32_t)cap, &c->partial, &c->gap);
+    c->depth = t->hi - c->f[0].sp; /* the deepest function's whole frame (see deadstack.c) */
+    return true;
+}
+
+/*
+ * No tripwire may outlive its task: the stack goes back to a cache.  The
+ * chain goes to the results.  sp: the lowest address our code wrote on
+ * the task's stack since it stopped running its own.
+ */
+static void task_close(struct task *t, uintptr_t sp)
 {
     struct vms_trace_chain c;
     uintptr_t wire = atomic_exchange_explicit(&t->wire, 0, memory_order_acq_rel);
 
     if (wire)
-        wire_set(wire, false);
-    if (!t->n)
-        atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
-    else if (snapshot(t, &c, false))
+        wire_remove(t, wire);
+    if (dead_result(t, sp, &c)) {
+        if (opts.warn_frame)
+            check_dead_frames(t, &c);
         keep_result(&c);
+    }
+    else
+        atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
     munmap(t->buf, t->cap * sizeof *t->buf);
     atomic_store_explicit(&t->state, FREE, memory_order_release);
+}
+
+static void end_on_altstack(void *p, uintptr_t sp)
+{
+    struct task *t = p;
+
+    if (t->who.kind == VMS_TASK_THREAD)
+        prctl(PR_GET_NAME, t->who.name);
+    task_close(t, sp);
 }
 
 void vms__trace_end(void)
@@ -698,9 +838,8 @@ void vms__trace_end(void)
 
     if (!t)
         return;
-    prctl(PR_GET_NAME, t->who.name);
     self = NULL;
-    task_close(t);
+    vms__trace_on_altstack(end_on_altstack, t);
 }
 
 /* On the fiber's own stack, as it ends (returned or killed). */
@@ -711,18 +850,23 @@ void vms__trace_fiber_end(const struct vms_fiber_desc *f)
     for (int i = 0; i < used; i++)
         if (atomic_load_explicit(&tasks[i].state, memory_order_acquire) == LIVE &&
             tasks[i].lo == (uintptr_t)f->base && tasks[i].who.kind == VMS_TASK_FIBER) {
-            task_close(&tasks[i]);
+            vms__trace_on_altstack(end_on_altstack, &tasks[i]);
             return;
         }
 }
 
-__attribute__((noinline)) void vms__trace_prefault(void)
+/*
+ * Reads, never writes: the pages stay zero, so the dead-stack scan does not
+ * count them as the program's.  Reading raw stack below our frame: not
+ * instrumented.
+ */
+__attribute__((noinline, no_sanitize_address)) void vms__trace_prefault(void)
 {
-    volatile char probe[PREFAULT_BYTES];
+    const volatile char *frame = __builtin_frame_address(0);
 
-    /* Downwards, a line at a time: never past the tripwire without touching it. */
-    for (size_t i = sizeof probe; i >= 64; i -= 64)
-        probe[i - 64] = 0;
+    /* Downwards, a line at a time: never past the window without touching it. */
+    for (size_t i = 64; i <= PREFAULT_BYTES; i += 64)
+        (void)frame[-(ptrdiff_t)i];
 }
 
 /* ---- results ---- */
@@ -743,6 +887,59 @@ unsigned long vms__trace_quiet(void)
         if (atomic_load_explicit(&tasks[i].state, memory_order_acquire) == LIVE && !tasks[i].n)
             n++;
     return n;
+}
+
+/*
+ * The code of libvmstack-preload.so, when the tracer runs in it: its frames
+ * in a chain (the thread entry between start_thread and the start
+ * routine, the pthread_create interposer) are none of the program's.  In
+ * a program linked with libvmstack.a the library's code is the program's.
+ */
+static uintptr_t own_lo, own_hi;
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *base)
+{
+    (void)size;
+    if (info->dlpi_addr != (uintptr_t)base || !info->dlpi_name[0])
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) {
+            own_lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            own_hi = own_lo + info->dlpi_phdr[i].p_memsz;
+        }
+    return 1;
+}
+
+/* Whether the tracer runs in libvmstack-preload.so (own_lo, own_hi set); outside signal context. */
+static bool own_code(void)
+{
+    if (!own_hi) {
+        Dl_info info;
+        if (dladdr((void *)own_code, &info))
+            dl_iterate_phdr(find_own, info.dli_fbase);
+    }
+    return own_hi != 0;
+}
+
+static bool is_own(uintptr_t ip)
+{
+    return ip >= own_lo && ip < own_hi;
+}
+
+/* Drops our own frames from c; the frame below each grows by its size, so depths stay. */
+static void drop_own(struct vms_trace_chain *c)
+{
+    uint32_t k = 0, gap = c->gap;
+
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (i > 0 && is_own(c->f[i].ip)) {
+            gap -= c->partial && i < c->gap;
+            continue;
+        }
+        c->f[k++] = c->f[i];
+    }
+    c->n = k;
+    c->gap = gap;
 }
 
 size_t vms__trace_collect(struct vms_trace_chain **out)
@@ -770,6 +967,8 @@ size_t vms__trace_collect(struct vms_trace_chain **out)
         if (atomic_load_explicit(&t->state, memory_order_acquire) == LIVE && t->n && snapshot(t, &c[n], true))
             n++;
     }
+    for (size_t i = 0; own_code() && i < n; i++)
+        drop_own(&c[i]);
     qsort(c, n, sizeof *c, deepest_first);
     *out = c;
     return n;
@@ -790,8 +989,16 @@ size_t vms__trace_warnings(struct vms_trace_warn **out)
     if (!warns || !(*out = malloc(WARN_MAX * sizeof **out)))
         return 0;
     for (int k = 0; k < WARN_MAX; k++)
-        if (atomic_load_explicit(&warns[k].ready, memory_order_acquire))
-            (*out)[n++] = warns[k].w;
+        if (atomic_load_explicit(&warns[k].ready, memory_order_acquire)) {
+            struct vms_trace_warn *w = &(*out)[n++];
+            uint32_t kept = 0;
+            *w = warns[k].w;
+            for (uint32_t i = 0; i < w->n; i++)
+                if (i == 0 || !own_code() || !is_own(w->f[i].ip))
+                    w->f[kept++] = w->f[i];
+            w->total -= w->n - kept;
+            w->n = kept;
+        }
     return n;
 }
 

@@ -3,13 +3,15 @@
  * Location" table for unmodified programs, recorded with tripwires.  May
  * call the fault, task and core layers.
  *
- * trace.c keeps, per traced task, a one-page tripwire just below the
- * deepest stack page touched so far; once configured it registers
- * vms__trace_fault as the fault layer's tripwire hook (it sees every
- * SIGSEGV first, records the call chain that touched the new page and moves
- * the tripwire one page down) and its fiber hooks with the task layer.
- * tracetable.c prints the deepest chains at exit; the preload layer starts
- * and ends the traced threads.
+ * trace.c keeps, per traced task, a tripwire window (guard markers, at
+ * least as large as the stack's guard) just below the deepest stack page
+ * touched so far; once configured it registers vms__trace_fault as the
+ * fault layer's tripwire hook (it sees every SIGSEGV first, records the
+ * call chain that touched the window and moves the window down) and its
+ * fiber hooks with the task layer.  deadstack.c reads the dead stack when
+ * a task ends: the exact depth, and the chain at that depth joined to
+ * the recorded one.  tracetable.c prints the deepest chains at exit; the
+ * preload layer starts and ends the traced threads.
  */
 #ifndef VMS_TRACE_H
 #define VMS_TRACE_H
@@ -44,10 +46,17 @@ int vms__trace_configure(const struct vms_trace_opts *o);
 /*
  * The calling thread starts being traced: its stack is [lo, hi) (hi the
  * top, from which depths are counted); grows: the main thread's stack,
- * which the kernel extends on demand.  Call on the task's own stack.
+ * which the kernel extends on demand; guard: the bytes of guard below it
+ * (the tripwire window is larger, so that no frame that cannot jump the
+ * guard can jump the window).  Its unused stack is zeroed.  Call on the
+ * task's own stack.
  */
-int vms__trace_begin(char *lo, char *hi, bool grows, const struct vms_task *who);
-/* The calling thread's tracing ends; its deepest chain goes to the results. */
+int vms__trace_begin(char *lo, char *hi, bool grows, size_t guard, const struct vms_task *who);
+/*
+ * The calling thread's tracing ends: its dead stack is scanned for the
+ * exact depth and the chain there, which go to the results.  Call it
+ * before any other code of ours runs deeper on that stack.
+ */
 void vms__trace_end(void);
 /* The task layer's fiber hooks: a fiber about to run for the first time, and one ending (on its stack). */
 void vms__trace_fiber_start(const struct vms_fiber_desc *f);
@@ -64,15 +73,52 @@ struct vms_trace_frame {
     uintptr_t ip, sp;
 };
 
+/* ---- deadstack.c: the scan of the dead stack at a task's end ---- */
+
+/* The lowest non-zero word of [lo, below) (a fiber's canary at lo is skipped); 0 if none. */
+uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below);
+/* Zeroes [lo, below): whole pages with MADV_DONTNEED, the rest with memset; only what is not zero. */
+void vms__dead_zero(uintptr_t lo, uintptr_t below);
+
+struct vms_dead_args {
+    uintptr_t lo, hi;            /* the stack */
+    uintptr_t lowest;            /* its lowest written word (vms__dead_lowest) */
+    uintptr_t clobbered;         /* words at and above may have been written by our own code */
+    const struct vms_trace_frame *rec; /* the chain the tripwires recorded, outermost first */
+    uint32_t nrec;
+};
+/*
+ * The deepest chain still on the dead stack, innermost first, into f (cap
+ * entries): f[0] is the deepest function (ip: its entry, 0 when an
+ * indirect call's target is unknown; sp: its lowest stack pointer, or the
+ * lowest written word when its frame is unknown), then
+ * return addresses outwards.  *partial: it neither reached the outermost
+ * frame nor joined the recorded chain (later calls overwrote it); the
+ * recorded callers above the lost frames then follow from f[*gap] on.
+ * Returns the number of frames, 0 when lowest is 0.
+ */
+uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
+                         uint32_t *gap);
+/*
+ * Runs fn(arg, sp) on the calling thread's alternate signal stack, sp
+ * being the lowest address of the current stack that code of ours may
+ * have written before the switch; in place when the thread has none.
+ */
+void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg);
+
 /* The deepest chain of a task, innermost frame first. */
 struct vms_trace_chain {
     struct vms_task who;
     uintptr_t lo, hi;
     uint32_t n;                   /* frames in f */
     struct vms_trace_frame *f;
+    uintptr_t depth;              /* bytes from hi to the deepest stack pointer (see trace.c) */
     uint64_t faults;              /* tripwire faults taken */
     unsigned long count;          /* tasks this stands for (folded) */
     bool ret;                     /* f[0].ip is a return address (not the faulting ip) */
+    bool exact;                   /* depth is the dead-stack scan's; else the tripwires' (running tasks) */
+    bool partial;                 /* the chain at that depth was overwritten before it could be joined */
+    uint32_t gap;                 /* partial: frames lost before f[gap] (recorded callers from there) */
     bool running, main, depth_warned, lost, signal_lost;
 };
 
@@ -98,5 +144,12 @@ const struct vms_trace_opts *vms__trace_options(void);
 
 /* tracetable.c: the report, in the kernel's format. */
 void vms__trace_format(FILE *f, const char *why);
+/*
+ * The same report as one JSON object (chains with their frames unfolded,
+ * quiet tasks, frame warnings), written as the value the caller's writer
+ * expects next.
+ */
+struct vms_json;
+void vms__trace_json(struct vms_json *j, const char *why);
 
 #endif

@@ -22,6 +22,8 @@
  * the whole tracing of most runs.  Without libdwfl's answer the symbol
  * snapshot of the overflow report is used.
  */
+#include "core/demangle.h"
+#include "core/json.h"
 #include "fault/fault.h"
 #include "trace/trace.h"
 
@@ -87,39 +89,77 @@ static bool want_lines(Dwfl_Module *m)
     return (all && !strcmp(all, "1")) || own_lines(m);
 }
 
-/* "function+0xoff/0xsize [module] file.c:line"; ret: ip is a return address. */
-static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
+/*
+ * Where ip is: function (demangled), offset and size, module, file:line.
+ * ret: ip is a return address, looked up at ip - 1 (the call), which a
+ * call at the end of a function (to a function that does not return)
+ * needs: ip itself may be the next function's first byte; the offset is
+ * still that of ip.
+ */
+struct place {
+    const char *name;   /* NULL when unknown */
+    char cxx[512];      /* the demangled name's room */
+    unsigned long off, size;
+    const char *module; /* base name, NULL when unknown */
+    const char *file;   /* base name, NULL without line information */
+    int line;
+};
+
+static void place_of(Dwfl *d, uintptr_t ip, bool ret, struct place *p)
 {
-    Dwfl_Module *m = d ? dwfl_addrmodule(d, ip) : NULL;
+    uintptr_t at = ip - ret;
+    Dwfl_Module *m = d && ip ? dwfl_addrmodule(d, at) : NULL;
     const char *name = NULL, *mod = NULL, *file;
     GElf_Off off = 0;
     GElf_Sym sym = {0};
     Dwfl_Line *line;
-    int lineno = 0;
-    size_t len;
 
+    memset(p, 0, sizeof *p);
+    if (!ip)
+        return;
     if (m) {
-        name = dwfl_module_addrinfo(m, ip, &off, &sym, NULL, NULL, NULL);
+        name = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
         mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     }
     if (!name) {
         struct vms_symres s;
-        vms__symbols_lookup(ip, &s);
+        vms__symbols_lookup(at, &s);
         name = s.name;
         off = s.off;
         sym.st_size = s.size;
         if (!mod)
             mod = s.module;
     }
-    if (name)
-        len = (size_t)snprintf(buf, n, "%s+0x%lx/0x%lx", name, (unsigned long)off, (unsigned long)sym.st_size);
+    if (name) {
+        p->name = vms__demangle(name, p->cxx, sizeof p->cxx);
+        p->off = (unsigned long)(off + ret);
+        p->size = (unsigned long)sym.st_size;
+    }
+    p->module = mod ? base_name(mod) : NULL;
+    if (m && want_lines(m) && (line = dwfl_module_getsrc(m, at)) &&
+        (file = dwfl_lineinfo(line, NULL, &p->line, NULL, NULL, NULL)))
+        p->file = base_name(file);
+}
+
+/* "function+0xoff/0xsize [module] file.c:line", the kernel's %pS with the line. */
+static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
+{
+    struct place p;
+    size_t len;
+
+    if (!ip) {
+        snprintf(buf, n, "? (unknown: called indirectly, or the frames above were overwritten)");
+        return;
+    }
+    place_of(d, ip, ret, &p);
+    if (p.name)
+        len = (size_t)snprintf(buf, n, "%s+0x%lx/0x%lx", p.name, p.off, p.size);
     else
         len = (size_t)snprintf(buf, n, "0x%lx", (unsigned long)ip);
-    if (mod && len < n)
-        len += (size_t)snprintf(buf + len, n - len, " [%s]", base_name(mod));
-    if (m && len < n && want_lines(m) && (line = dwfl_module_getsrc(m, ip - ret)) &&
-        (file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL)))
-        snprintf(buf + len, n - len, " %s:%d", base_name(file), lineno);
+    if (p.module && len < n)
+        len += (size_t)snprintf(buf + len, n - len, " [%s]", p.module);
+    if (p.file && len < n)
+        snprintf(buf + len, n - len, " %s:%d", p.file, p.line);
 }
 
 /*
@@ -154,26 +194,50 @@ static void put_location(FILE *f, struct symbolizer *z, uintptr_t ip, bool ret)
     fprintf(f, "%s\n", z->cache[slot].text);
 }
 
+/* Frames from i on that repeat frame i (the same return address, the same size), as recursion makes them. */
+static uint32_t repeats(const struct vms_trace_frame *fr, uint32_t i, uint32_t n, uint32_t gap)
+{
+    uint32_t k = i + 1;
+
+    while (k + 1 < n && k != gap && k + 1 != gap && i > 0 && fr[k].ip == fr[i].ip &&
+           fr[k + 1].sp - fr[k].sp == fr[i + 1].sp - fr[i].sp)
+        k++;
+    return k - i - 1;
+}
+
 /*
  * The table of n frames (innermost first) out of a chain of total; hi is
  * the stack's top.  A chain cut short gives its last kept frame no size.
+ * Recursion is folded as in the overflow report: the first of FOLD_MIN
+ * or more identical frames is printed, then one line for the rest, and
+ * the numbering goes on as if they had been printed.
  */
+#define FOLD_MIN 3
 static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                      uintptr_t hi, bool first_ret)
+                      uintptr_t hi, bool first_ret, uint32_t gap)
 {
     fprintf(f, "        Depth    Size   Location    (%u entries)\n"
                "        -----    ----   --------\n",
             total);
     for (uint32_t i = 0; i < n; i++) {
         uintptr_t above = i + 1 < n ? fr[i + 1].sp : hi;
+        uint32_t more;
+        if (i == gap)
+            fprintf(f, "     ... (frames lost here: overwritten by later calls; the callers as the tripwires saw them)\n");
         if (i + 1 == n && n < total)
             fprintf(f, "%3u) %8lu       ?   ", i, (unsigned long)(hi - fr[i].sp));
         else
             fprintf(f, "%3u) %8lu   %5lu   ", i, (unsigned long)(hi - fr[i].sp), (unsigned long)(above - fr[i].sp));
         put_location(f, z, fr[i].ip, i > 0 || first_ret);
+        if ((more = repeats(fr, i, n, gap)) + 1 >= FOLD_MIN) {
+            fprintf(f, "     ... %u more entries of the same %lu-byte frame\n", more, (unsigned long)(above - fr[i].sp));
+            i += more;
+        }
     }
     if (n < total)
         fprintf(f, "     ... %u more entries\n", total - n);
+    else if (gap == n)
+        fprintf(f, "     ... (the rest was overwritten by later calls)\n");
 }
 
 /* The name of the function at addr; else "module+0xoffset", or the address. */
@@ -182,12 +246,13 @@ static void function_name(struct symbolizer *z, uintptr_t addr, char *buf, size_
     Dwfl_Module *m = z->d ? dwfl_addrmodule(z->d, addr) : NULL;
     const char *name = m ? dwfl_module_addrname(m, addr) : NULL;
     struct vms_symres s;
+    char cxx[512];
 
     vms__symbols_lookup(addr, &s);
     if (!name)
         name = s.name;
     if (name)
-        snprintf(buf, n, "%s", name);
+        snprintf(buf, n, "%s", vms__demangle(name, cxx, sizeof cxx));
     else if (s.module)
         snprintf(buf, n, "%s+0x%lx", s.module, (unsigned long)s.modoff);
     else
@@ -218,14 +283,18 @@ static void put_result(FILE *f, struct symbolizer *z, const struct vms_trace_cha
     if (c->count > 1)
         fprintf(f, " and %lu more threads of it (the deepest shown)", c->count - 1);
     fprintf(f, "%s: %lu of %lu stack bytes deep, %lu tripwire faults\n", c->running ? " (running)" : "",
-            (unsigned long)(c->hi - c->f[0].sp), (unsigned long)(c->hi - c->lo), (unsigned long)c->faults);
+            (unsigned long)c->depth, (unsigned long)(c->hi - c->lo), (unsigned long)c->faults);
+    if (!c->exact)
+        fprintf(f, "  (still running: depth and chain as the tripwires saw them, exact to the window)\n");
+    if (c->partial)
+        fprintf(f, "  (partial: later calls overwrote part of the chain at that depth)\n");
     if (c->lost)
         fprintf(f, "  (the tripwire could not be moved lower: deeper use was not traced)\n");
     if (c->signal_lost)
         fprintf(f, "  (a signal could not be delivered next to the tripwire and was lost)\n");
     if (c->depth_warned)
         fprintf(f, "  WARNING: passed --warn-depth %u%% of its stack\n", vms__trace_options()->warn_depth);
-    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret);
+    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX);
 }
 
 static void put_warnings(FILE *f, struct symbolizer *z)
@@ -240,7 +309,7 @@ static void put_warnings(FILE *f, struct symbolizer *z)
         fprintf(f, "  on ");
         put_task(f, z, &w[i].who, w[i].who.start == NULL);
         fprintf(f, ", reached by:\n");
-        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret);
+        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX);
     }
     free(w);
 }
@@ -257,12 +326,12 @@ void vms__trace_format(FILE *f, const char *why)
         return;
     }
     z->d = open_dwfl();
-    fprintf(f, "\nvmstack trace: deepest call chains of %s (pid %d) at %s; exact to one page (%zu bytes)\n",
-            program_invocation_short_name, (int)getpid(), why, vms__g.page);
+    fprintf(f, "\nvmstack trace: deepest call chains of %s (pid %d) at %s; depths exact to the word\n",
+            program_invocation_short_name, (int)getpid(), why);
     if (n) {
         fprintf(f, "overall deepest: ");
         put_task(f, z, &c[0].who, c[0].main);
-        fprintf(f, ", %lu bytes\n", (unsigned long)(c[0].hi - c[0].f[0].sp));
+        fprintf(f, ", %lu bytes\n", (unsigned long)c[0].depth);
     }
     for (size_t i = 0; i < n; i++) {
         fputc('\n', f);
@@ -278,6 +347,141 @@ void vms__trace_format(FILE *f, const char *why)
     for (size_t i = 0; i < CACHE_SLOTS; i++)
         free(z->cache[i].text);
     free(z);
+    vms__trace_free(c, n);
+}
+
+/* ---- the same as JSON, the "trace" member of 'vmstack trace --json''s object ---- */
+
+static void json_place(struct vms_json *j, Dwfl *d, uintptr_t ip, bool ret)
+{
+    struct place p;
+
+    place_of(d, ip, ret, &p);
+    vms__json_key(j, "ip");
+    vms__json_hex(j, ip);
+    vms__json_key(j, "return_address");
+    vms__json_bool(j, ret);
+    vms__json_key(j, "function");
+    vms__json_str(j, p.name);
+    vms__json_key(j, "offset");
+    p.name ? vms__json_uint(j, p.off) : vms__json_null(j);
+    vms__json_key(j, "function_size");
+    p.name ? vms__json_uint(j, p.size) : vms__json_null(j);
+    vms__json_key(j, "module");
+    vms__json_str(j, p.module);
+    vms__json_key(j, "file");
+    vms__json_str(j, p.file);
+    vms__json_key(j, "line");
+    p.file ? vms__json_int(j, p.line) : vms__json_null(j);
+}
+
+/* The entries as the text's rows, unfolded; size null where the text prints '?'. */
+static void json_frames(struct vms_json *j, Dwfl *d, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
+                        uintptr_t hi, bool first_ret)
+{
+    vms__json_key(j, "entries");
+    vms__json_uint(j, total);
+    vms__json_key(j, "frames");
+    vms__json_arr(j);
+    for (uint32_t i = 0; i < n; i++) {
+        vms__json_obj(j);
+        vms__json_key(j, "depth");
+        vms__json_uint(j, hi - fr[i].sp);
+        vms__json_key(j, "size");
+        if (i + 1 == n && n < total)
+            vms__json_null(j);
+        else
+            vms__json_uint(j, (i + 1 < n ? fr[i + 1].sp : hi) - fr[i].sp);
+        json_place(j, d, fr[i].ip, i > 0 || first_ret);
+        vms__json_obj_end(j);
+    }
+    vms__json_arr_end(j);
+}
+
+static void json_task(struct vms_json *j, Dwfl *d, const struct vms_task *who, bool main)
+{
+    char start[256];
+    struct symbolizer z = {.d = d};
+
+    vms__json_key(j, "kind");
+    vms__json_str(j, who->kind == VMS_TASK_FIBER ? "fiber" : main ? "main thread" : "thread");
+    vms__json_key(j, "name");
+    vms__json_strn(j, who->name, strnlen(who->name, sizeof who->name));
+    vms__json_key(j, "id");
+    vms__json_uint(j, who->id);
+    vms__json_key(j, "start");
+    if (who->start && !main) {
+        function_name(&z, (uintptr_t)who->start, start, sizeof start);
+        vms__json_str(j, start);
+    } else {
+        vms__json_null(j);
+    }
+}
+
+static void json_chain(struct vms_json *j, Dwfl *d, const struct vms_trace_chain *c)
+{
+    vms__json_obj(j);
+    json_task(j, d, &c->who, c->main);
+    vms__json_key(j, "count");
+    vms__json_uint(j, c->count);
+    vms__json_key(j, "running");
+    vms__json_bool(j, c->running);
+    vms__json_key(j, "depth");
+    vms__json_uint(j, c->depth);
+    vms__json_key(j, "stack_size");
+    vms__json_uint(j, c->hi - c->lo);
+    vms__json_key(j, "tripwire_faults");
+    vms__json_uint(j, c->faults);
+    vms__json_key(j, "exact");
+    vms__json_bool(j, c->exact);
+    vms__json_key(j, "partial");
+    vms__json_bool(j, c->partial);
+    vms__json_key(j, "frames_lost_before");
+    c->partial ? vms__json_uint(j, c->gap) : vms__json_null(j);
+    vms__json_key(j, "window_lost");
+    vms__json_bool(j, c->lost);
+    vms__json_key(j, "signal_lost");
+    vms__json_bool(j, c->signal_lost);
+    vms__json_key(j, "depth_warned");
+    vms__json_bool(j, c->depth_warned);
+    json_frames(j, d, c->f, c->n, c->n, c->hi, c->ret);
+    vms__json_obj_end(j);
+}
+
+void vms__trace_json(struct vms_json *j, const char *why)
+{
+    struct vms_trace_chain *c;
+    struct vms_trace_warn *w;
+    size_t n = vms__trace_collect(&c), nw = vms__trace_warnings(&w);
+    Dwfl *d = open_dwfl();
+
+    vms__json_obj(j);
+    vms__json_key(j, "when");
+    vms__json_str(j, why);
+    vms__json_key(j, "chains");
+    vms__json_arr(j);
+    for (size_t i = 0; i < n; i++)
+        json_chain(j, d, &c[i]);
+    vms__json_arr_end(j);
+    vms__json_key(j, "quiet_tasks");
+    vms__json_uint(j, vms__trace_quiet());
+    vms__json_key(j, "warnings");
+    vms__json_arr(j);
+    for (size_t i = 0; i < nw; i++) {
+        vms__json_obj(j);
+        vms__json_key(j, "frame_size");
+        vms__json_uint(j, w[i].size);
+        vms__json_key(j, "warn_frame");
+        vms__json_uint(j, vms__trace_options()->warn_frame);
+        json_task(j, d, &w[i].who, w[i].who.start == NULL);
+        json_frames(j, d, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret);
+        vms__json_obj_end(j);
+    }
+    vms__json_arr_end(j);
+    vms__json_obj_end(j);
+    if (d)
+        dwfl_end(d);
+    free(w);
     vms__trace_free(c, n);
 }
 

@@ -10,6 +10,10 @@
  * system, from wait4): on a shared machine wall time varies by tens of
  * percent between runs, CPU time by a few.  trace_overhead is trace /
  * plain, the user's cost; trace / run is what tracing adds to run.
+ *
+ * A one-second program hides what tracing costs once per process (loading
+ * the library, the report at exit): trace_startup_overhead is the same
+ * ratio for the program doing no rounds at all, which exits at once.
  */
 #include "bench.h"
 
@@ -56,13 +60,18 @@ double bench_trace_worker(long rounds)
 static char self[PATH_MAX];
 
 /* Runs argv with "ROUNDS\n" on stdin and no output; its CPU time in ns, or -1. */
-static double run_once(char *const argv[])
+static double run_once(char *const argv[], long rounds)
 {
     double cpu;
 
-    if (bench_exec_timed(self, argv, bench_quick() ? ROUNDS / 10 : ROUNDS, &cpu) < 0)
+    if (bench_exec_timed(self, argv, rounds, &cpu) < 0)
         return -1;
     return cpu;
+}
+
+static long rounds(void)
+{
+    return bench_quick() ? ROUNDS / 10 : ROUNDS;
 }
 
 static double run_variant(void *arg, long iters)
@@ -70,10 +79,26 @@ static double run_variant(void *arg, long iters)
     double total = 0;
 
     for (long i = 0; i < iters; i++) {
-        double ns = run_once(arg);
+        double ns = run_once(arg, rounds());
         if (ns < 0) {
             fprintf(stderr, "vmstack bench trace: the recursion-heavy program failed (%s %s)\n", self,
                     ((char **)arg)[1]);
+            exit(1);
+        }
+        total += ns;
+    }
+    return total;
+}
+
+/* The program exiting at once: what a process pays for being traced, start-up and report. */
+static double run_startup(void *arg, long iters)
+{
+    double total = 0;
+
+    for (long i = 0; i < iters; i++) {
+        double ns = run_once(arg, 0);
+        if (ns < 0) {
+            fprintf(stderr, "vmstack bench trace: the program failed at once (%s %s)\n", self, ((char **)arg)[1]);
             exit(1);
         }
         total += ns;
@@ -91,6 +116,11 @@ int bench_trace(void)
         {.name = "vmstack_run", .run = run_variant, .arg = run},
         {.name = "vmstack_trace", .run = run_variant, .arg = trace},
     };
+    struct bench_variant s[] = {
+        {.name = "plain", .run = run_startup, .arg = plain},
+        {.name = "vmstack_run", .run = run_startup, .arg = run},
+        {.name = "vmstack_trace", .run = run_startup, .arg = trace},
+    };
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     double r;
 
@@ -104,7 +134,7 @@ int bench_trace(void)
         return 1;
     }
     self[n] = '\0';
-    if (run_once(trace) < 0) {
+    if (run_once(trace, rounds()) < 0) {
         fprintf(stderr, "vmstack bench trace: 'vmstack trace' of the recursion-heavy program failed\n");
         return 1;
     }
@@ -117,5 +147,15 @@ int bench_trace(void)
     bench_note("vmstack trace / plain = %.3fx (goal <= 1.03); trace / run = %.3fx", r,
                v[2].median_ns / v[1].median_ns);
     bench_json_num("trace_overhead", r);
+
+    bench_compare(s, 3, bench_quick() ? 3 : 21, 1);
+    r = s[2].median_ns / s[0].median_ns;
+    bench_title("trace: the same program exiting at once, plain, under 'vmstack run' and 'vmstack trace' "
+                "(ms of CPU, median)");
+    for (int i = 0; i < 3; i++)
+        bench_row(s[i].name, s[i].median_ns / 1e6, "ms", s[i].spread, "");
+    bench_note("vmstack trace / plain = %.3fx at start-up and exit (goal <= 1.5); trace / run = %.3fx", r,
+               s[2].median_ns / s[1].median_ns);
+    bench_json_num("trace_startup_overhead", r);
     return 0;
 }

@@ -16,6 +16,8 @@
 
 struct opts {
     size_t min, guard;
+    size_t max_frame;  /* 0: no limit */
+    bool fail_clash;   /* --fail-on clash */
     bool json;
     char **paths;
     int npaths;
@@ -23,13 +25,16 @@ struct opts {
 
 static void help(void)
 {
-    printf("usage: vmstack checkstack [--min BYTES] [--guard BYTES] [--json] BINARY...\n\n"
+    printf("usage: vmstack checkstack [--min BYTES] [--guard BYTES] [--max-frame BYTES]\n"
+           "                          [--fail-on clash] [--json] BINARY...\n\n"
            "Static stack frame sizes of the functions of x86-64 executables and shared\n"
            "libraries, largest first, as the kernel's checkstack.pl.\n\n"
-           "  --min BYTES    hide frames smaller than this (default 100); dynamic frames\n"
-           "                 are always shown\n"
-           "  --guard BYTES  guard size to check against (default vmstack's, 16K)\n"
-           "  --json         one JSON object per binary (an array of them for several)\n\n"
+           "  --min BYTES        hide frames smaller than this (default 100); dynamic\n"
+           "                     frames are always shown\n"
+           "  --guard BYTES      guard size to check against (default vmstack's, 16K)\n"
+           "  --max-frame BYTES  exit 1 if a function's frame is larger than BYTES\n"
+           "  --fail-on clash    exit 1 if a frame is flagged clash\n"
+           "  --json             one JSON object per binary (an array of them for several)\n\n"
            "Sizes take a K or M suffix.  FRAME counts the bytes from the caller's stack\n"
            "pointer down to the function's lowest one: return address, saved registers,\n"
            "locals and outgoing arguments, as GCC's -fstack-usage.  It comes from the\n"
@@ -42,17 +47,22 @@ static void help(void)
            "           it can jump over the guard into other memory (stack clash); build\n"
            "           with -fstack-clash-protection or use a larger guard\n"
            "  probed   the function touches its stack page by page (stack-clash probes)\n\n"
-           "Functions come from .symtab (.dynsym for stripped files, exported functions\n"
-           "only); those without call-frame information (hand-written assembly) are left\n"
-           "out.  Inlined functions count in their callers.  See vmstack-checkstack(1).\n");
+           "Every FDE of the call-frame information is analysed.  Names come from\n"
+           ".symtab, .dynsym or the separate debug file (/usr/lib/debug/.build-id,\n"
+           ".gnu_debuglink), else the address; C++ names are demangled; file:line\n"
+           "follows when DWARF has it.  Functions without call-frame information\n"
+           "(hand-written assembly) are left out.  Inlined functions count in their\n"
+           "callers.  See vmstack-checkstack(1).\n");
 }
 
-enum { OPT_MIN = 256, OPT_GUARD, OPT_JSON };
+enum { OPT_MIN = 256, OPT_GUARD, OPT_JSON, OPT_MAX_FRAME, OPT_FAIL_ON };
 
 static const struct option checkstack_options[] = {
     {"min", required_argument, NULL, OPT_MIN},
     {"guard", required_argument, NULL, OPT_GUARD},
     {"json", no_argument, NULL, OPT_JSON},
+    {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
+    {"fail-on", required_argument, NULL, OPT_FAIL_ON},
     {0},
 };
 
@@ -74,6 +84,17 @@ static int on_option(void *ctx, int opt, const char *v)
         return size_arg("--guard", v, &o->guard);
     case OPT_JSON:
         o->json = true;
+        return 0;
+    case OPT_MAX_FRAME:
+        if (size_arg("--max-frame", v, &o->max_frame))
+            return CMD_USAGE;
+        if (!o->max_frame)
+            return cmd_usage_error(SUB, "--max-frame 0: give a positive number of bytes");
+        return 0;
+    case OPT_FAIL_ON:
+        if (strcmp(v, "clash"))
+            return cmd_usage_error(SUB, "--fail-on %s: the only condition is 'clash'", v);
+        o->fail_clash = true;
         return 0;
     }
     return CMD_USAGE;
@@ -137,7 +158,7 @@ static void print_text(const char *path, const struct frames *fr, const struct o
     printf("%-18s  %8s  %-14s  %s\n", "ADDRESS", "FRAME", "FLAGS", "FUNCTION [MODULE]");
     for (size_t i = 0; i < fr->n; i++) {
         const struct frame_fn *f = &fr->v[i];
-        char flags[32];
+        char flags[32], line[256];
 
         if (!shown(f, o))
             continue;
@@ -146,8 +167,11 @@ static void print_text(const char *path, const struct frames *fr, const struct o
         if (*flags)
             flags[strlen(flags) - 1] = '\0';
         clashes += is_clash(f, o);
-        printf("0x%016llx  %8lu  %-14s  %s [%s]\n", (unsigned long long)f->fn->addr, f->frame, flags,
+        printf("0x%016llx  %8lu  %-14s  %s [%s]", (unsigned long long)f->fn->addr, f->frame, flags,
                f->fn->name, module_name(path));
+        if (elf_funcs_line(&fr->elf, f->fn->addr, line, sizeof line))
+            printf(" %s", line);
+        printf("\n");
     }
     if (clashes)
         printf("# %zu frame%s larger than the %zu-byte guard without stack probes (stack clash):"
@@ -178,6 +202,7 @@ static void print_json(struct vms_json *j, const char *path, const struct frames
     vms__json_arr(j);
     for (size_t i = 0; i < fr->n; i++) {
         const struct frame_fn *f = &fr->v[i];
+        char line[256];
 
         if (!shown(f, o))
             continue;
@@ -194,31 +219,66 @@ static void print_json(struct vms_json *j, const char *path, const struct frames
         vms__json_bool(j, is_clash(f, o));
         vms__json_key(j, "probes");
         vms__json_bool(j, f->probes);
+        vms__json_key(j, "source");
+        vms__json_str(j, elf_funcs_line(&fr->elf, f->fn->addr, line, sizeof line) ? line : NULL);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
     vms__json_obj_end(j);
 }
 
-/* Analyses and prints one binary; false (after a one-line message) if it cannot be read. */
-static bool check_one(struct vms_json *j, const char *path, const struct opts *o, bool first)
+/*
+ * The CI checks over every function analysed, shown or not: one line on
+ * stderr per broken limit.  True if the binary passes.
+ */
+static bool limits_hold(const char *path, const struct frames *fr, const struct opts *o)
+{
+    size_t big = 0, clashes = 0;
+    const struct frame_fn *worst = NULL;
+
+    for (size_t i = 0; i < fr->n; i++) {
+        const struct frame_fn *f = &fr->v[i];
+        if (o->max_frame && f->frame > o->max_frame) {
+            big++;
+            if (!worst || f->frame > worst->frame)
+                worst = f;
+        }
+        clashes += is_clash(f, o);
+    }
+    if (big)
+        fprintf(stderr, "vmstack %s: %s: %zu function%s with a frame above --max-frame %zu, the largest %s (%lu bytes)\n",
+                SUB, path, big, big == 1 ? "" : "s", o->max_frame, worst->fn->name, worst->frame);
+    if (o->fail_clash && clashes)
+        fprintf(stderr, "vmstack %s: %s: %zu stack clash frame%s (--fail-on clash)\n", SUB, path, clashes,
+                clashes == 1 ? "" : "s");
+    return !big && !(o->fail_clash && clashes);
+}
+
+/*
+ * Analyses and prints one binary: 0, or CMD_FAIL when it cannot be read
+ * (after a one-line message) or breaks a --max-frame / --fail-on limit.
+ */
+static int check_one(struct vms_json *j, const char *path, const struct opts *o, bool *first)
 {
     struct frames fr;
     char err[256];
+    int rc;
 
     if (frames_read(&fr, path, err, sizeof err)) {
         fprintf(stderr, "vmstack %s: %s: %s\n", SUB, path, err);
-        return false;
+        return CMD_FAIL;
     }
     qsort(fr.v, fr.n, sizeof *fr.v, cmp_frame);
     if (o->json) {
         print_json(j, path, &fr, o);
     } else {
-        printf("%s", first ? "" : "\n");
+        printf("%s", *first ? "" : "\n");
         print_text(path, &fr, o);
     }
+    *first = false;
+    rc = limits_hold(path, &fr, o) ? CMD_OK : CMD_FAIL;
     frames_free(&fr);
-    return true;
+    return rc;
 }
 
 int cmd_checkstack(int argc, char **argv)
@@ -238,12 +298,9 @@ int cmd_checkstack(int argc, char **argv)
     vms__json_init(&j, buf, sizeof buf, vms__json_sink_file, stdout, true);
     if (o.json && o.npaths > 1)
         vms__json_arr(&j);
-    for (int i = 0; i < o.npaths; i++) {
-        if (check_one(&j, o.paths[i], &o, first))
-            first = false;
-        else
+    for (int i = 0; i < o.npaths; i++)
+        if (check_one(&j, o.paths[i], &o, &first))
             rc = CMD_FAIL;
-    }
     if (o.json && o.npaths > 1)
         vms__json_arr_end(&j);
     if (o.json && (!first || o.npaths > 1) && vms__json_end(&j)) {

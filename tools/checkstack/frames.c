@@ -195,7 +195,7 @@ static int64_t track_r11(const struct x86_insn *in, int64_t depth, int64_t *r11)
  * a probe loop; any other starts the body (for instance the probe loop of
  * a variable-length array, which must not count as fixed frame).
  */
-static int64_t prologue_depth(const struct elf_func *fn, uint64_t start, int64_t depth)
+static int64_t prologue_depth(const struct elf_func *fn, uint64_t start, int64_t depth, const uint8_t **body)
 {
     const uint8_t *p, *end;
     int64_t max = depth, r11 = -1, delta;
@@ -220,25 +220,121 @@ static int64_t prologue_depth(const struct elf_func *fn, uint64_t start, int64_t
             max = depth;
         p += len;
     }
+    *body = p;
     return max;
 }
 
-/* Sweeps the whole function for run-time stack-pointer arithmetic and probes. */
-static void sweep(struct frame_fn *f)
+/* ---- registers that hold a copy of rsp ---- */
+
+static bool is_call(const struct x86_insn *in)
+{
+    return in->map == 0 && !in->vex && (in->op == 0xe8 || (in->op == 0xff && in->has_modrm && (in->reg & 7) == 2));
+}
+
+/* "mov %rsp,%reg": reg now holds the stack pointer; -1 if in is not such a copy. */
+static int rsp_copy(const struct x86_insn *in)
+{
+    if (in->map != 0 || in->vex || !in->rex_w || !in->has_modrm || in->mod != 3)
+        return -1;
+    if (in->op == 0x89 && in->reg == X86_RSP && in->rm != X86_RSP)
+        return in->rm;
+    if (in->op == 0x8b && in->rm == X86_RSP && in->reg != X86_RSP)
+        return in->reg;
+    return -1;
+}
+
+/* "mov %reg,%rsp" from a register that still holds a copy: the stack pointer restored, not moved. */
+static bool rsp_restore(const struct x86_insn *in, const bool *copy)
+{
+    if (in->map != 0 || in->vex || !in->rex_w || !in->has_modrm || in->mod != 3)
+        return false;
+    return (in->op == 0x89 && in->rm == X86_RSP && copy[in->reg & 15]) ||
+           (in->op == 0x8b && in->reg == X86_RSP && copy[in->rm & 15]);
+}
+
+/* Forgets the copies an instruction may overwrite (conservatively: a copy forgotten is only "dynamic"). */
+static void clobber(const struct x86_insn *in, bool *copy)
+{
+    static const uint8_t rm_dest[] = {0x01, 0x09, 0x11, 0x19, 0x21, 0x29, 0x31, 0x81, 0x83, 0x87, 0x89,
+                                      0xc1, 0xc7, 0xd1, 0xd3, 0xf7, 0xff};
+    static const uint8_t reg_dest[] = {0x03, 0x0b, 0x13, 0x1b, 0x23, 0x2b, 0x33, 0x63, 0x69, 0x6b, 0x87, 0x8b, 0x8d};
+
+    if (is_call(in)) {
+        /* A call: the caller-saved registers. */
+        for (unsigned r = 0; r < 12; r++)
+            if (r != X86_RBX && r != X86_RSP && r != X86_RBP)
+                copy[r] = false;
+        return;
+    }
+    if (in->map != 0 || in->vex || !in->has_modrm) {
+        if (in->map == 0 && !in->vex && ((in->op >= 0x58 && in->op <= 0x5f) || (in->op >= 0xb8 && in->op <= 0xbf)))
+            copy[in->op & 7] = copy[(in->op & 7) + 8] = false; /* pop, mov $imm: REX.B not known here */
+        else if (in->map == 1 || in->vex)
+            memset(copy, 0, 16 * sizeof *copy);
+        return;
+    }
+    if (in->mod == 3 && memchr(rm_dest, in->op, sizeof rm_dest))
+        copy[in->rm & 15] = false;
+    if (memchr(reg_dest, in->op, sizeof reg_dest))
+        copy[in->reg & 15] = false;
+}
+
+/* Ends a run of argument pushes: the frame is reset (leave, restores from rbp) or left (ret, jmp). */
+static bool resets_pushes(const struct x86_insn *in)
+{
+    if (in->map != 0 || in->vex)
+        return false;
+    switch (in->op) {
+    case 0xc9: case 0xc3: case 0xc2: case 0xe9: case 0xeb:
+        return true;
+    case 0x89: case 0x8b: case 0x8d:
+        return in->rex_w && in->has_modrm && (in->op == 0x89 ? x86_rm_is_reg(in, X86_RSP) : in->reg == X86_RSP);
+    case 0xff:
+        return (in->reg & 7) == 4 || (in->reg & 7) == 5;
+    default:
+        return false;
+    }
+}
+
+/*
+ * Sweeps the whole function for run-time stack-pointer arithmetic and
+ * probes.  Moving rsp back to a copy of it taken before ("mov %rsp,%r13"
+ * ... "mov %r13,%rsp") is a restore, not a dynamic frame.  After body (the
+ * end of a frame-pointer prologue; NULL when the CFI follows rsp through
+ * the whole function), arguments pushed for calls are counted into the
+ * frame, as -fstack-usage counts them: the CFI no longer says so there.
+ */
+static void sweep(struct frame_fn *f, const uint8_t *body)
 {
     const struct elf_func *fn = f->fn;
     const uint8_t *p = fn->code, *end = fn->code + fn->size;
-    bool after_sub = false;
+    bool after_sub = false, copy[16] = {false};
+    int64_t pushed = 0, most = 0, delta;
     struct x86_insn in;
     unsigned len;
+    int r;
 
     if (!p)
         return;
     for (; p < end && (len = x86_decode(p, (size_t)(end - p), &in)); p += len) {
-        f->dynamic |= sp_variable(&in);
+        bool restore = rsp_restore(&in, copy);
+        f->dynamic |= sp_variable(&in) && !restore;
         f->probes |= is_probe(&in, after_sub);
         after_sub = is_sub_imm_rsp(&in);
+        if (body && p >= body) {
+            if (restore || resets_pushes(&in))
+                pushed = 0;
+            else if (sp_adjust(&in, &delta))
+                pushed = pushed - delta > 0 ? pushed - delta : 0;
+            else if (is_call(&in) && pushed > most)
+                most = pushed; /* what is pushed counts where a call takes it as arguments */
+        }
+        if ((r = rsp_copy(&in)) >= 0)
+            copy[r] = true;
+        else
+            clobber(&in, copy);
     }
+    f->frame += (unsigned long)most;
 }
 
 /*
@@ -251,6 +347,7 @@ static bool analyse(const struct frames *fr, struct frame_fn *f)
     const struct elf_func *fn = f->fn;
     uint64_t a = fn->addr, end = fn->addr + fn->size;
     int64_t max = 8; /* the return address */
+    const uint8_t *body = NULL;
     struct cfa_row row;
     int prev;
 
@@ -260,15 +357,16 @@ static bool analyse(const struct frames *fr, struct frame_fn *f)
     do {
         int64_t depth = row.off;
 
-        if (row.reg == DWARF_RBP && prev == DWARF_RSP)
-            depth = prologue_depth(fn, row.start > a ? row.start : a, row.off);
+        /* Only the first switch to rbp is the prologue: later ones restore the CFI state after a ret. */
+        if (row.reg == DWARF_RBP && prev == DWARF_RSP && !body)
+            depth = prologue_depth(fn, row.start > a ? row.start : a, row.off, &body);
         if ((row.reg == DWARF_RSP || row.reg == DWARF_RBP) && depth > max)
             max = depth;
         prev = row.reg;
         a = row.end > a ? row.end : a + 1;
     } while (a < end && cfa_row(fr, a, &row));
     f->frame = (unsigned long)max;
-    sweep(f);
+    sweep(f, body);
     return true;
 }
 

@@ -1,0 +1,675 @@
+/*
+ * The dead stack: what a task's stack still holds below its live frames,
+ * read when the task ends (or at exit).  The tracer zeroes a task's unused
+ * stack when tracing starts, so its lowest non-zero word is the deepest the
+ * task ever wrote: its exact depth, whatever the tripwires saw (a leaf
+ * frame that never reached the tripwire window, a deep call made after
+ * the stack had come back up).  The frames of that deepest moment are
+ * still there, up to where later, shallower calls overwrote them.  They
+ * are unwound here from the return addresses with the call-frame
+ * information (libdw), outwards until they join the chain the tripwires
+ * recorded or reach the outermost frame; a chain that can do neither is
+ * partial.
+ *
+ * Not async-signal-safe (libdw allocates): it runs in the task's own
+ * thread as the task ends, on the thread's alternate signal stack
+ * (vms__trace_on_altstack), so that this work overwrites nothing of the
+ * dead stack it reads.
+ */
+#include "core/internal.h"
+#include "core/sanitizer.h"
+#include "trace/trace.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MINCORE_PAGES 64
+#define SEGS_MAX 1024          /* executable segments of the process, at most */
+#define ALTSTACK_NEEDED ((size_t)16 << 10)
+#define OWN_SLACK 256          /* below the stack pointer at the switch: the calls made before it */
+#define TOP_SLACK 64           /* a fiber's first frame: its zero return address this near the top */
+#define RED_ZONE 128           /* what a leaf function may use below its stack pointer (x86-64 ABI) */
+#define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
+
+enum { DW_RBP = 6, DW_RSP = 7, DW_RA = 16 };
+
+/* ---- the lowest written word, and zeroing ---- */
+
+/* Reads raw stack memory (ASan would see stale redzones of dead frames): not instrumented. */
+__attribute__((no_sanitize_address)) static uintptr_t first_nonzero(uintptr_t from, uintptr_t to)
+{
+    for (uintptr_t a = from; a + sizeof(uint64_t) <= to; a += sizeof(uint64_t))
+        if (*(const volatile uint64_t *)a)
+            return a;
+    return 0;
+}
+
+static bool resident(uintptr_t page, unsigned char *vec, size_t n)
+{
+    return mincore((void *)page, n * vms__g.page, vec) == 0;
+}
+
+/*
+ * The lowest page of [lo, below) that is resident, from below downwards, stopping at the first
+ * unmapped page (the main thread's stack mapping ends there); 0 if none.
+ */
+static uintptr_t lowest_resident(uintptr_t lo, uintptr_t below)
+{
+    uintptr_t pg = vms__g.page, hi = below & ~(pg - 1);
+    uintptr_t low = below & (pg - 1) ? hi : 0; /* a partial page at the top: the caller's frames are on it */
+    unsigned char vec[MINCORE_PAGES];
+    while (hi > lo) {
+        uintptr_t from = hi - lo > MINCORE_PAGES * pg ? hi - MINCORE_PAGES * pg : lo;
+        size_t n = (hi - from) / pg;
+        if (!resident(from, vec, n)) {
+            /* Partly unmapped: page by page from the top, up to the hole. */
+            for (uintptr_t p = hi - pg; p >= from && resident(p, vec, 1); p -= pg)
+                if (vec[0] & 1)
+                    low = p;
+            return low;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (vec[i] & 1) {
+                low = from + i * pg;
+                break;
+            }
+        hi = from;
+    }
+    return low;
+}
+
+uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
+{
+    uintptr_t pg = vms__g.page, p = lowest_resident(lo, below), hit;
+    unsigned char vec[MINCORE_PAGES];
+
+    if (!p)
+        return 0;
+    if (p < lo)
+        p = lo;
+    /* A fiber's canary at the lowest word is not use. */
+    if (p == lo && *(const uint64_t *)lo == VMS_STACK_END_MAGIC)
+        p += sizeof(uint64_t);
+    while (p < below) {
+        uintptr_t page = p & ~(pg - 1), end = page + pg < below ? page + pg : below;
+        if (resident(page, vec, 1) && (vec[0] & 1)) {
+            vms__san_quiet_begin();
+            hit = first_nonzero(p, end);
+            vms__san_quiet_end();
+            if (hit)
+                return hit;
+        }
+        p = end;
+    }
+    return 0;
+}
+
+void vms__dead_zero(uintptr_t lo, uintptr_t below)
+{
+    uintptr_t pg = vms__g.page, w = vms__dead_lowest(lo, below), a, b;
+
+    if (!w)
+        return;
+    a = (w + pg - 1) & ~(pg - 1);
+    b = below & ~(pg - 1);
+    if (b > a) {
+        /* Whole pages go back to the kernel, which gives them back zero-filled. */
+        madvise((void *)a, b - a, MADV_DONTNEED);
+        memset((void *)w, 0, a - w);
+        memset((void *)b, 0, below - b);
+    } else {
+        memset((void *)w, 0, below - w);
+    }
+}
+
+/* ---- running on the alternate signal stack ---- */
+
+void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
+{
+    uintptr_t sp, top;
+    stack_t ss;
+
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    if (sigaltstack(NULL, &ss) || (ss.ss_flags & (SS_DISABLE | SS_ONSTACK)) || ss.ss_size < ALTSTACK_NEEDED) {
+        fn(arg, sp - OWN_SLACK); /* in place: what the task wrote right below here may be lost */
+        return;
+    }
+    top = ((uintptr_t)ss.ss_sp + ss.ss_size) & ~(uintptr_t)15;
+#ifdef VMS_SAN_ADDRESS
+    /* Frames of handlers that never returned normally may have left their redzones. */
+    __asan_unpoison_memory_region(ss.ss_sp, ss.ss_size);
+#endif
+    sp -= OWN_SLACK;
+    __asm__ volatile("mov %%rsp, %%rbx\n\t"
+                     "mov %[top], %%rsp\n\t"
+                     "call *%[fn]\n\t"
+                     "mov %%rbx, %%rsp"
+                     : "+D"(arg), "+S"(sp)
+                     : [fn] "r"(fn), [top] "r"(top)
+                     : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1", "xmm2",
+                       "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+                       "xmm14", "xmm15");
+}
+
+/* ---- the process's code: executable segments and call-frame information ---- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct seg {
+    uintptr_t lo, hi;
+} segs[SEGS_MAX];
+static size_t nsegs;
+static Dwfl *dwfl;
+
+static int add_segs(struct dl_phdr_info *info, size_t size, void *unused)
+{
+    (void)size, (void)unused;
+    for (int i = 0; i < info->dlpi_phnum && nsegs < SEGS_MAX; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_X))
+            segs[nsegs++] = (struct seg){info->dlpi_addr + p->p_vaddr, info->dlpi_addr + p->p_vaddr + p->p_memsz};
+    }
+    return 0;
+}
+
+/* Whether [a, a + n) is code of a loaded module. */
+static bool is_code(uintptr_t a, size_t n)
+{
+    for (size_t i = 0; i < nsegs; i++)
+        if (a >= segs[i].lo && a < segs[i].hi && n <= segs[i].hi - a)
+            return true;
+    return false;
+}
+
+/* The length of the "call *r/m" (FF /2) whose ModRM byte is at p, or 0 if it is not one. */
+static unsigned indirect_call_len(const uint8_t *p)
+{
+    unsigned mod = p[0] >> 6, rm = p[0] & 7, len = 2;
+
+    if (((p[0] >> 3) & 7) != 2)
+        return 0;
+    if (mod == 3)
+        return len;
+    if (rm == 4) {
+        len++;
+        if (mod == 0 && (p[1] & 7) == 5)
+            len += 4;
+    }
+    if (mod == 1)
+        len += 1;
+    else if (mod == 2 || (mod == 0 && rm == 5))
+        len += 4;
+    return len;
+}
+
+/* Whether v is a return address: in code, right after a call instruction. */
+static bool is_return_address(uintptr_t v)
+{
+    const uint8_t *c = (const uint8_t *)v;
+
+    if (!is_code(v - 8, 8))
+        return false;
+    if (c[-5] == 0xe8)
+        return true;
+    for (unsigned k = 2; k <= 7; k++) {
+        if (c[-(int)k] == 0xff && indirect_call_len(c - k + 1) == k)
+            return true;
+        if (k >= 3 && c[-(int)k] >= 0x40 && c[-(int)k] <= 0x4f && c[-(int)k + 1] == 0xff &&
+            indirect_call_len(c - k + 2) == k - 1)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The function a direct call that returns to ret went to, through a PLT
+ * stub when there is one; 0 for an indirect call.
+ */
+static uintptr_t call_target(uintptr_t ret)
+{
+    const uint8_t *c = (const uint8_t *)ret;
+    uintptr_t t;
+    int32_t rel;
+
+    if (c[-5] != 0xe8)
+        return 0;
+    memcpy(&rel, c - 4, sizeof rel);
+    t = ret + (uintptr_t)(intptr_t)rel;
+    if (!is_code(t, 16))
+        return t;
+    c = (const uint8_t *)t;
+    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
+        c += 4;
+    if (c[0] == 0xf2) /* bnd */
+        c++;
+    if (c[0] == 0xff && c[1] == 0x25) { /* jmp *GOT(%rip): a PLT stub */
+        uintptr_t slot, to;
+        memcpy(&rel, c + 2, sizeof rel);
+        slot = (uintptr_t)(c + 6) + (uintptr_t)(intptr_t)rel;
+        memcpy(&to, (const void *)slot, sizeof to);
+        if (is_code(to, 1))
+            return to;
+    }
+    return t;
+}
+
+/*
+ * No separate debug files: the unwinding needs only .eh_frame and the
+ * modules' own symbol tables, and opening a debug package's file (libc6-dbg:
+ * megabytes of compressed DWARF) would cost every traced process tens of
+ * milliseconds.
+ */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                        char **debuginfo_file_name)
+{
+    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
+    (void)debuglink_crc, (void)debuginfo_file_name;
+    return -1;
+}
+
+static Dwfl *open_dwfl(void)
+{
+    static const Dwfl_Callbacks cb = {
+        .find_elf = dwfl_linux_proc_find_elf,
+        .find_debuginfo = no_debuginfo,
+    };
+    Dwfl *d = dwfl_begin(&cb);
+
+    if (d && (dwfl_linux_proc_report(d, getpid()) || dwfl_report_end(d, NULL, NULL))) {
+        dwfl_end(d);
+        d = NULL;
+    }
+    return d;
+}
+
+/* How to find the caller's frame, at a pc of the process. */
+struct rule {
+    int cfa_reg;       /* DW_RSP or DW_RBP */
+    int64_t cfa_off;
+    enum { RBP_SAME, RBP_AT, RBP_LOST } rbp;
+    int64_t rbp_off;   /* RBP_AT: the caller's rbp is saved at CFA + rbp_off */
+    bool outermost;    /* the return address is undefined: no caller */
+};
+
+static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
+{
+    Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, pc) : NULL;
+    Dwarf_Op mem[3], *ops;
+    Dwarf_Frame *fr = NULL;
+    Dwarf_CFI *cfi;
+    Dwarf_Addr bias;
+    size_t nops;
+    bool ok = false;
+
+    if (!m && !*refreshed && dwfl) {
+        /* Loaded after the first look: report the modules again. */
+        *refreshed = true;
+        dwfl_report_begin_add(dwfl);
+        if (dwfl_linux_proc_report(dwfl, getpid()) == 0 && dwfl_report_end(dwfl, NULL, NULL) == 0)
+            m = dwfl_addrmodule(dwfl, pc);
+    }
+    if (!m)
+        return false;
+    if ((!(cfi = dwfl_module_eh_cfi(m, &bias)) || dwarf_cfi_addrframe(cfi, pc - bias, &fr)) &&
+        (!(cfi = dwfl_module_dwarf_cfi(m, &bias)) || dwarf_cfi_addrframe(cfi, pc - bias, &fr)))
+        return false;
+    if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
+        /* libdw gives "register + offset" as DW_OP_bregx, or as DW_OP_bregN. */
+        if (ops[0].atom == DW_OP_bregx) {
+            r->cfa_reg = (int)ops[0].number;
+            r->cfa_off = (int64_t)ops[0].number2;
+        } else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+            r->cfa_reg = ops[0].atom - DW_OP_breg0;
+            r->cfa_off = (int64_t)ops[0].number;
+        } else {
+            r->cfa_reg = -1;
+        }
+        ok = r->cfa_reg == DW_RSP || r->cfa_reg == DW_RBP;
+    }
+    r->outermost = dwarf_frame_register(fr, DW_RA, mem, &ops, &nops) == 0 && nops == 0 && ops == mem;
+    r->rbp = RBP_LOST;
+    if (dwarf_frame_register(fr, DW_RBP, mem, &ops, &nops) == 0) {
+        if (nops == 0 && !ops)
+            r->rbp = RBP_SAME;
+        else if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+                 (nops == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+            r->rbp = RBP_AT;
+            r->rbp_off = nops == 2 ? (int64_t)ops[1].number : 0;
+        }
+    }
+    free(fr);
+    return ok;
+}
+
+/*
+ * The fixed frame of a function that sets up a frame pointer ("push %rbp;
+ * mov %rsp,%rbp", then pushes and "sub $N,%rsp"), decoded from its first
+ * instructions: its call-frame information stops following rsp there.  0
+ * when the prologue is not of that form.
+ */
+static uintptr_t fp_prologue_frame(uintptr_t entry)
+{
+    const uint8_t *c = (const uint8_t *)entry;
+    uintptr_t size = 16;
+    int32_t imm;
+
+    if (!is_code(entry, 32))
+        return 0;
+    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+        c += 4;
+    if (c[0] != 0x55 || c[1] != 0x48 || c[2] != 0x89 || c[3] != 0xe5)
+        return 0;
+    for (c += 4; c < (const uint8_t *)entry + 24;) {
+        if (c[0] >= 0x50 && c[0] <= 0x57) {
+            size += 8, c++;
+        } else if (c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57) {
+            size += 8, c += 2;
+        } else if (c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xec) {
+            return size + c[3];
+        } else if (c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xec) {
+            memcpy(&imm, c + 3, sizeof imm);
+            return imm > 0 ? size + (uintptr_t)imm : size;
+        } else {
+            break;
+        }
+    }
+    return size;
+}
+
+/*
+ * The fixed frame of the function holding addr: the largest "CFA = rsp +
+ * N" over its call-frame information (N counts the return address, as
+ * -fstack-usage does), or its prologue's once it sets up a frame pointer.
+ * 0 when unknown.  The zero-filled stack cannot show the zero words a
+ * function wrote, so the deepest function's frame is taken whole.
+ */
+static uintptr_t frame_of(uintptr_t addr)
+{
+    Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+    uintptr_t entry, end, max = 0;
+    GElf_Off off;
+    GElf_Sym sym;
+    Dwarf_CFI *cfi;
+    Dwarf_Addr bias;
+
+    if (!m || !dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL) || !sym.st_size ||
+        !((cfi = dwfl_module_eh_cfi(m, &bias)) || (cfi = dwfl_module_dwarf_cfi(m, &bias))))
+        return 0;
+    entry = addr - off;
+    end = entry + sym.st_size;
+    for (uintptr_t a = entry; a < end;) {
+        Dwarf_Frame *fr;
+        Dwarf_Addr start, stop;
+        Dwarf_Op *ops;
+        size_t nops;
+        int reg = -1;
+        int64_t o = 0;
+
+        if (dwarf_cfi_addrframe(cfi, a - bias, &fr))
+            break;
+        dwarf_frame_info(fr, &start, &stop, NULL);
+        if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
+            if (ops[0].atom == DW_OP_bregx)
+                reg = (int)ops[0].number, o = (int64_t)ops[0].number2;
+            else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31)
+                reg = ops[0].atom - DW_OP_breg0, o = (int64_t)ops[0].number;
+        }
+        free(fr);
+        if (reg == DW_RBP) {
+            uintptr_t fp = fp_prologue_frame(entry);
+            return fp > max ? fp : max;
+        }
+        if (reg == DW_RSP && o > 0 && (uintptr_t)o > max)
+            max = (uintptr_t)o;
+        a = stop + bias > a ? stop + bias : a + 1;
+    }
+    return max;
+}
+
+/* ---- unwinding the dead frames ---- */
+
+struct dead {
+    uintptr_t lo, hi, clobbered;
+    const struct vms_trace_frame *rec; /* outermost first */
+    uint32_t nrec;
+    struct vms_trace_frame *f;
+    uint32_t n, cap;
+    bool refreshed;
+};
+
+__attribute__((no_sanitize_address)) static uintptr_t word(const struct dead *d, uintptr_t a, bool *ok)
+{
+    if (a < d->lo || a + sizeof(uintptr_t) > d->hi || (a & 7)) {
+        *ok = false;
+        return 0;
+    }
+    return *(const volatile uintptr_t *)a;
+}
+
+static bool put(struct dead *d, uintptr_t ip, uintptr_t sp)
+{
+    if (d->n == d->cap)
+        return false;
+    d->f[d->n++] = (struct vms_trace_frame){ip, sp};
+    return true;
+}
+
+/* The recorded frame at sp, or -1. */
+static long rec_at(const struct dead *d, uintptr_t sp)
+{
+    for (uint32_t m = 0; m < d->nrec; m++)
+        if (d->rec[m].sp == sp)
+            return m;
+    return -1;
+}
+
+/*
+ * Ends the chain with the recorded callers of the frame at sp, when the
+ * recorded chain has the same frame there (the same return address, or
+ * one our own exit code overwrote): true if it could.  The recorded
+ * callers' return addresses are not checked in memory: shallower calls
+ * made since (printf after the deep work) overwrite them, and they were
+ * the callers of this very frame when it was recorded.
+ */
+static bool join(struct dead *d, uintptr_t ip, uintptr_t sp)
+{
+    long m = rec_at(d, sp);
+    bool ours = sp - sizeof(uintptr_t) >= d->clobbered;
+
+    if (m < 0 || !(ours || d->rec[m].ip == ip))
+        return false;
+    /* Where our exit code overwrote the return address, the recorded one is the program's. */
+    put(d, ours ? d->rec[m].ip : ip, sp);
+    for (long j = m - 1; j >= 0; j--)
+        put(d, d->rec[j].ip, d->rec[j].sp);
+    return true;
+}
+
+/*
+ * A frame-pointer function whose callee did not save rbp where we could
+ * see it: its frame record (saved rbp, then the return address) is the
+ * first pair at or above sp that looks like one.
+ */
+static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
+{
+    bool ok = true;
+
+    for (uintptr_t x = sp; x + 2 * sizeof(uintptr_t) <= d->hi && x - sp < FRAME_SCAN; x += sizeof(uintptr_t)) {
+        uintptr_t saved = word(d, x, &ok), ret = word(d, x + sizeof(uintptr_t), &ok);
+        if (ok && (saved == 0 || (saved > x && saved < d->hi)) && is_return_address(ret)) {
+            *rbp = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* From the frame (ip, sp) outwards; false when the chain was lost on the way. */
+static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t rbp, bool rbp_known)
+{
+    for (;;) {
+        struct rule r = {0};
+        uintptr_t cfa, ret;
+        bool ok = true;
+
+        if (join(d, ip, sp))
+            return true;
+        if (!is_return_address(ip))
+            return false;
+        if (!put(d, ip, sp) || !rule_at(ip - 1, &r, &d->refreshed))
+            return false;
+        if (r.outermost || sp == d->hi)
+            return true;
+        if (r.cfa_reg == DW_RBP && !rbp_known && !(rbp_known = frame_record(d, sp, &rbp)))
+            return false;
+        cfa = (r.cfa_reg == DW_RSP ? sp : rbp) + (uintptr_t)r.cfa_off;
+        if (cfa <= sp || cfa > d->hi)
+            return false;
+        ret = word(d, cfa - sizeof(uintptr_t), &ok);
+        if (r.rbp == RBP_AT)
+            rbp = word(d, cfa + (uintptr_t)r.rbp_off, &ok);
+        else if (r.rbp == RBP_LOST)
+            rbp_known = false;
+        if (!ok)
+            return false;
+        if (!ret) /* a fiber's first frame, at the top of its stack; anywhere else a lost chain */
+            return d->hi - cfa <= TOP_SLACK;
+        ip = ret;
+        sp = cfa;
+    }
+}
+
+/*
+ * When no return address below our own frames leads to the lowest word
+ * (the deepest function was the start routine's callee, whose return
+ * address our exit code overwrote): the recorded chain, if its innermost
+ * function's frame holds the lowest word.
+ */
+static bool recorded_deepest(struct dead *d, uintptr_t *w)
+{
+    uintptr_t sp, cfa, frame, low;
+
+    if (d->nrec < 2)
+        return false;
+    sp = d->rec[d->nrec - 1].sp;
+    cfa = d->rec[d->nrec - 2].sp;
+    frame = frame_of(d->rec[d->nrec - 1].ip);
+    low = frame ? cfa - frame : sp;
+    if (low > *w + RED_ZONE || cfa <= *w)
+        return false;
+    if (low >= d->lo)
+        *w = low;
+    put(d, d->rec[d->nrec - 1].ip, *w);
+    for (long m = (long)d->nrec - 2; m >= 0; m--)
+        put(d, d->rec[m].ip, d->rec[m].sp);
+    return true;
+}
+
+/* The function a call that returns to ret (stored at at) went to; for an indirect one, what the tripwires saw there. */
+static uintptr_t callee_of(const struct dead *d, uintptr_t ret, uintptr_t at)
+{
+    uintptr_t fn = call_target(ret);
+    long m;
+
+    if (!fn && (m = rec_at(d, at + sizeof(uintptr_t))) >= 0 && (uint32_t)m + 1 < d->nrec && d->rec[m].ip == ret)
+        fn = d->rec[m + 1].ip;
+    return fn;
+}
+
+uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
+                         uint32_t *gap)
+{
+    struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
+                     .f = f, .cap = cap};
+    uintptr_t w = a->lowest, at, first, ret = 0, rbp, callee = 0;
+    bool ok = true;
+
+    *partial = false;
+    *gap = 0;
+    if (!w || cap < 2)
+        return 0;
+    pthread_mutex_lock(&lock);
+    nsegs = 0;
+    dl_iterate_phdr(add_segs, NULL);
+    if (!dwfl)
+        dwfl = open_dwfl();
+    /*
+     * The deepest function's return address: the first one at or above the
+     * lowest word whose function's frame reaches down to it (red zone
+     * allowed).  Return addresses below it that do not reach are stale
+     * words of earlier, shallower calls that a large frame left in place;
+     * when none reaches, the frames at the deepest point were overwritten by
+     * a later, shallower call: the first return address is its caller's.
+     */
+    first = 0;
+    for (at = w & ~(uintptr_t)7; at < a->clobbered && ok; at += sizeof(uintptr_t)) {
+        uintptr_t fn, frame, low;
+        if (!is_return_address(ret = word(&d, at, &ok)))
+            continue;
+        if (!first)
+            first = at;
+        fn = callee_of(&d, ret, at);
+        frame = fn ? frame_of(fn) : 0;
+        low = at + sizeof(uintptr_t) - frame;
+        if (frame && low <= w + RED_ZONE) {
+            callee = fn;
+            /*
+             * The depth is its lowest stack pointer, from its frame: the
+             * words it wrote last may be zeros, and a leaf's red zone is
+             * below its stack pointer.
+             */
+            if (low >= a->lo)
+                w = low;
+            break;
+        }
+    }
+    if ((at >= a->clobbered || !ok) && recorded_deepest(&d, &w)) {
+        pthread_mutex_unlock(&lock);
+        return d.n;
+    }
+    if (at >= a->clobbered || !ok) {
+        if (!first) {
+            /* No return address below our own frames: all we know is the depth. */
+            put(&d, 0, w);
+            *partial = true;
+            *gap = d.n;
+            pthread_mutex_unlock(&lock);
+            return d.n;
+        }
+        at = first;
+        ret = word(&d, at, &ok);
+        callee = 0;
+        *partial = true;
+        *gap = 1;
+    }
+    put(&d, callee, w);
+    /*
+     * A callee with a frame pointer saved the caller's rbp right below the
+     * return address: believed when it points at a frame record (saved rbp,
+     * then a return address).
+     */
+    rbp = word(&d, at - sizeof(uintptr_t), &ok);
+    ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= a->hi && !(rbp & 7) &&
+         is_return_address(word(&d, rbp + sizeof(uintptr_t), &ok)) && ok;
+    if (!unwind_from(&d, ret, at + sizeof(uintptr_t), rbp, ok)) {
+        /* The callers as the tripwires saw them, from the nearest recorded frame above the lost ones. */
+        uintptr_t last = d.f[d.n - 1].sp;
+        long m = (long)d.nrec - 1;
+        if (!*partial)
+            *gap = d.n;
+        *partial = true;
+        while (m >= 0 && d.rec[m].sp <= last)
+            m--;
+        for (; m >= 0 && put(&d, d.rec[m].ip, d.rec[m].sp); m--)
+            ;
+    }
+    pthread_mutex_unlock(&lock);
+    return d.n;
+}
