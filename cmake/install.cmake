@@ -1,8 +1,8 @@
 # What `cmake --install` puts where, and how other projects find it:
 # pkg-config's vmstack.pc, the CMake package vmstackConfig.cmake (targets
 # vmstack::vmstack and vmstack::vmstack_static, from an install or from a
-# build tree) and the man pages.  Included at the end of
-# the top-level CMakeLists.txt, after the targets exist.
+# build tree), the man pages and the gdb extension.  Included at the end
+# of the top-level CMakeLists.txt, after the targets exist.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -21,6 +21,27 @@ file(GLOB VMS_MAN1 ${PROJECT_SOURCE_DIR}/docs/*.1)
 file(GLOB VMS_MAN3 ${PROJECT_SOURCE_DIR}/docs/*.3)
 install(FILES ${VMS_MAN1} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${VMS_MAN3} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
+
+# The gdb extension.  gdb loads OBJFILE-gdb.py for a shared library it
+# loads, from its auto-load directory mirrored by the library's real path
+# (as libstdc++'s pretty printers are installed); a program linked with
+# libvmstack.a `source`s the copy in the data directory.  In the build tree
+# the copy beside libvmstack.so.N.N.N loads once the build directory is an
+# auto-load safe path.
+set(VMS_GDB_SCRIPT ${PROJECT_SOURCE_DIR}/gdb/vmstack-gdb.py)
+set(VMS_SO_FILE libvmstack.so.${PROJECT_VERSION})
+install(FILES ${VMS_GDB_SCRIPT} DESTINATION ${CMAKE_INSTALL_DATADIR}/vmstack)
+# The library's real path is known only at install time (--prefix).
+if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
+  set(VMS_LIBDIR_AT_INSTALL ${CMAKE_INSTALL_LIBDIR})
+else()
+  set(VMS_LIBDIR_AT_INSTALL "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+install(CODE "
+  set(dir \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/gdb/auto-load${VMS_LIBDIR_AT_INSTALL}\")
+  file(INSTALL \"${VMS_GDB_SCRIPT}\" DESTINATION \"\${dir}\" RENAME ${VMS_SO_FILE}-gdb.py)")
+configure_file(${VMS_GDB_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/${VMS_SO_FILE}-gdb.py COPYONLY)
+
 
 # pkg-config: the shared library names its dependencies itself; a static
 # link needs them (and, through their own .pc files, zlib, liblzma, bzip2).
