@@ -17,10 +17,12 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 empty=$(find "$prefix" -type d -empty)
 [ -z "$empty" ] || fail "empty directories installed: $empty"
 
-# The .pc file names the configured prefix; --define-prefix follows it to
-# where it was installed.
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
-pc() { pkg-config --define-prefix "$@" vmstack; }
+# The .pc file names the configured prefix: point it to where it was installed.
+pcfile=$(find "$prefix" -name vmstack.pc)
+[ -n "$pcfile" ] || fail "no vmstack.pc installed"
+export PKG_CONFIG_PATH="$(dirname "$pcfile")"
+libdir=$(dirname "$PKG_CONFIG_PATH")
+pc() { pkg-config --define-variable=prefix="$prefix" "$@" vmstack; }
 expect='consumer: vmstack [0-9.]*, fiber ran on a guarded stack'
 
 check_run() { # NAME PROGRAM
@@ -29,8 +31,8 @@ check_run() { # NAME PROGRAM
   echo "ok: $1"
 }
 
-"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pc --cflags --libs) -Wl,-rpath,"$prefix/lib"
-ldd "$tmp/dyn" | grep -q "libvmstack.so.0 => $prefix/lib/libvmstack.so.0" ||
+"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pc --cflags --libs) -Wl,-rpath,"$libdir"
+ldd "$tmp/dyn" | grep -q "libvmstack.so.0 => $libdir/libvmstack.so.0" ||
   fail "pkg-config --libs did not link the installed libvmstack.so"
 check_run "cc \$(pkg-config --cflags --libs vmstack)" "$tmp/dyn"
 
@@ -40,9 +42,9 @@ readelf -l "$tmp/static" | grep -q INTERP && fail "the -static consumer is dynam
 check_run "cc -static \$(pkg-config --static --cflags --libs vmstack)" "$tmp/static"
 
 cmake -S "$src/tests/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
-  -DCMAKE_BUILD_RPATH="$prefix/lib" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "find_package(vmstack)"; }
+  -DCMAKE_BUILD_RPATH="$libdir" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "find_package(vmstack)"; }
 cmake --build "$tmp/cmake" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "building against vmstack::*"; }
-ldd "$tmp/cmake/consumer_shared" | grep -q "$prefix/lib/libvmstack.so.0" || fail "vmstack::vmstack is not the installed libvmstack.so"
+ldd "$tmp/cmake/consumer_shared" | grep -q "$libdir/libvmstack.so.0" || fail "vmstack::vmstack is not the installed libvmstack.so"
 ldd "$tmp/cmake/consumer_static" | grep -q libvmstack && fail "vmstack::vmstack_static linked the shared library"
 check_run "find_package(vmstack), vmstack::vmstack" "$tmp/cmake/consumer_shared"
 check_run "find_package(vmstack), vmstack::vmstack_static" "$tmp/cmake/consumer_static"
