@@ -9,9 +9,17 @@
 # (ulimit -c raised here); when it pipes to a program, or no core appears,
 # gdb writes it with gcore at the moment the kernel would have (set
 # VMS_TEST_GCORE=1 to take that way here).
-# Usage: test_gdb.sh core|live GDB_FIBERS_BINARY GDB_SCRIPT
+# SCRIPT is the extension to `source`, or a build directory: then gdb must
+# auto-load the copy beside libvmstack.so there (the program is linked with
+# it), once the directory is a safe path.
+# Usage: test_gdb.sh core|live GDB_FIBERS_BINARY SCRIPT|BUILD_DIR
 set -u
 mode=$1 prog=$2 script=$3
+if [ -d "$script" ]; then
+  load="add-auto-load-safe-path $script"
+else
+  load="source $script"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -19,7 +27,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 gdb_batch() { # OUTPUT gdb-args...
   out=$1; shift
-  timeout 300 gdb -batch -nx -iex 'set debuginfod enabled off' -ex "source $script" "$@" >"$out" 2>&1
+  timeout 300 gdb -batch -nx -iex 'set debuginfod enabled off' -iex "$load" "$@" >"$out" 2>&1
 }
 
 # The kernel's core of the program, or nothing.
