@@ -38,7 +38,7 @@ OWN_FRAME_PREFIXES = ("vms_", "vms__")
 # How many lines of backtrace `vmstack-fiber` and `--group` print at most.
 MAX_FRAMES = 64
 # Fibers beyond which the listing leaves out peak use (it reads each stack).
-PEAK_LIMIT = 100000
+PEAK_LIMIT = 10000
 
 
 class VmsError(Exception):
@@ -93,21 +93,35 @@ class Layout:
             if _has_field(desc, name):
                 off, t = _field_offset(desc, name)
                 self.fields[name] = (ext + off, t)
+        self.codecs = {key: self._codec(key) for key in self.fields if key != "ext"}
         self.slot_live = _enum_value("VMS_SLOT_LIVE", 2)
         self.task_fiber = _enum_value("VMS_TASK_FIBER", 1)
         self.wait_names = {_enum_value("VMS_WAIT_PARK", 1): "parked",
                            _enum_value("VMS_WAIT_SLEEP", 2): "sleeping",
                            _enum_value("VMS_WAIT_FD", 3): "waiting on fd"}
 
-    def get(self, buf, base, key):
+    def _codec(self, key):
+        """How to read field key: (offset, struct.Struct), or (offset, size) for the name."""
         off, t = self.fields[key]
-        size = t.strip_typedefs().sizeof
+        t = t.strip_typedefs()
         if key == "name":
-            raw = bytes(buf[base + off:base + off + size])
+            return off, t.sizeof
+        fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[t.sizeof]
+        signed = t.code == gdb.TYPE_CODE_INT and t.is_signed
+        return off, struct.Struct("<" + (fmt if signed else fmt.upper()))
+
+    def unpacker(self, key):
+        """A function (buf, base) -> field key of the slot at base."""
+        off, how = self.codecs[key]
+        unpack = how.unpack_from
+        return lambda buf, base: unpack(buf, base + off)[0]
+
+    def get(self, buf, base, key):
+        off, how = self.codecs[key]
+        if key == "name":
+            raw = bytes(buf[base + off:base + off + how])
             return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-        signed = t.strip_typedefs().code == gdb.TYPE_CODE_INT and t.strip_typedefs().is_signed
-        fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[size]
-        return struct.unpack_from("<" + (fmt if signed else fmt.upper()), buf, base + off)[0]
+        return how.unpack_from(buf, base + off)[0]
 
 
 class Fiber:
@@ -130,6 +144,9 @@ def read_fibers(layout, inf):
     """Every live fiber in every region, from the slot tables."""
     g = gdb.parse_and_eval("vms__g")
     fibers = []
+    # The two fields every slot is tested on, read without the generic path.
+    state = layout.unpacker("state")
+    kind = layout.unpacker("kind")
     for r in range(int(g["nregions"])):
         region = g["regions"][r].dereference()
         nslots = min(int(region["nchunks"]) * int(region["chunk_slots"]), int(region["max_slots"]))
@@ -140,11 +157,9 @@ def read_fibers(layout, inf):
             buf = inf.read_memory(table + first * layout.slot_size, n * layout.slot_size)
             for i in range(n):
                 b = i * layout.slot_size
-                if layout.get(buf, b, "state") & 0xffffffff != layout.slot_live:
+                if state(buf, b) & 0xffffffff != layout.slot_live or kind(buf, b) != layout.task_fiber:
                     continue
-                if layout.get(buf, b, "kind") != layout.task_fiber or not layout.get(buf, b, "id"):
-                    continue
-                if layout.get(buf, b, "ended"):
+                if not layout.get(buf, b, "id") or layout.get(buf, b, "ended"):
                     continue
                 f = Fiber()
                 f.id = layout.get(buf, b, "id")
@@ -327,12 +342,13 @@ def frames_from(first):
     return out
 
 
-def describe(frame):
-    """One frame as `bt` shows it: function (args) at file:line."""
+def describe(frame, with_args=True):
+    """One frame as `bt` shows it: function (args) at file:line; without
+    the arguments: function at file:line."""
     fn = frame.function()
     name = frame.name() or "??"
     args = []
-    if fn is not None:
+    if fn is not None and with_args:
         try:
             block = frame.block()
             while block is not None and block.function is None:
@@ -345,7 +361,7 @@ def describe(frame):
                         args.append("%s=<optimized out>" % sym.name)
         except RuntimeError:
             pass
-    text = "%s (%s)" % (name, ", ".join(args))
+    text = "%s (%s)" % (name, ", ".join(args)) if with_args else name
     sal = frame.find_sal()
     if sal.symtab is not None:
         text += " at %s:%d" % (sal.symtab.filename, sal.line)
@@ -423,15 +439,16 @@ def thread_label(t):
 
 def list_fibers(inf, fibers):
     peak = len(fibers) <= PEAK_LIMIT
+    cache = {}
     print("  Id     Name                             State            Thread          Stack                                  Peak    Frame")
     for f in fibers:
-        frames_text = fiber_frames(inf, f, lambda fr: describe(first_own(fr)) if fr else "??")
+        frames_text = backtrace_of(inf, f, cache).where
         used = peak_use(inf, f) if peak else None
         print("%s %-6d %-32s %-16s %-15s 0x%x-0x%x %7s  %s" % (
             "*" if f.running and f.thread == gdb.selected_thread() else " ", f.id, f.name, f.state,
             thread_label(f.thread), f.base, f.base + f.size,
             "%d" % used if used is not None else "-", frames_text))
-    print("%d fibers" % len(fibers))
+    print("%d fibers%s" % (len(fibers), "" if peak else " (peak use is read for up to %d)" % PEAK_LIMIT))
 
 
 # ---- grouping identical backtraces ----
@@ -443,6 +460,9 @@ class Backtrace:
 
     def __init__(self, frames, top):
         self.lines = [describe(fr) for fr in frames]
+        own = first_own(frames)
+        # Shared by every fiber with this backtrace: their arguments may differ.
+        self.where = describe(own, with_args=False) if own is not None else "??"
         self.key = tuple(frame_key(fr) for fr in frames)
         self.checks = []
         for fr in frames[1:]:
@@ -453,14 +473,12 @@ class Backtrace:
             except gdb.error:
                 pass
 
-    def matches(self, inf, f):
-        top = f.base + f.size
+    def matches(self, stack, top):
+        """Whether the used stack (bytes from the saved sp up to top) holds
+        the same return addresses at the same offsets from the top."""
         for off, pc in self.checks:
-            try:
-                word = struct.unpack("<Q", bytes(inf.read_memory(top - off, 8)))[0]
-            except gdb.MemoryError:
-                return False
-            if word != pc:
+            at = len(stack) - off
+            if at < 0 or struct.unpack_from("<Q", stack, at)[0] != pc:
                 return False
         return True
 
@@ -468,12 +486,14 @@ class Backtrace:
 def backtrace_of(inf, f, cache):
     if f.running:
         return fiber_frames(inf, f, lambda fr: Backtrace(fr, f.base + f.size))
-    ret = struct.unpack("<Q", bytes(inf.read_memory(f.sp + 56, 8)))[0]
-    key = (ret, f.base + f.size - f.sp)
+    top = f.base + f.size
+    # One read per fiber: the part of its stack in use, saved context included.
+    stack = bytes(inf.read_memory(f.sp, top - f.sp))
+    key = (struct.unpack_from("<Q", stack, 56)[0], len(stack))
     for bt in cache.get(key, ()):
-        if bt.matches(inf, f):
+        if bt.matches(stack, top):
             return bt
-    bt = fiber_frames(inf, f, lambda fr: Backtrace(fr, f.base + f.size))
+    bt = fiber_frames(inf, f, lambda fr: Backtrace(fr, top))
     cache.setdefault(key, []).append(bt)
     return bt
 

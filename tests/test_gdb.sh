@@ -72,7 +72,7 @@ check_listing() {
   grep -q "^1001 fibers$" "$out" || fail "no '1001 fibers' line"
   # waiter-i is runnable and waits in wait_a, wait_b or wait_c by i % 3.
   bad=$(awk '{ sub(/^\*/, " ") } $2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
-               if ($3 != "runnable" || index($0, " " want " (") == 0) print }' "$out" | head -3)
+               if ($3 != "runnable" || index($0, " " want " at ") == 0) print }' "$out" | head -3)
   [ -z "$bad" ] || fail "waiters with a wrong state or frame: $bad"
   w=$(awk '$2 ~ /^waiter-/' "$out" | wc -l)
   [ "$w" -eq 1000 ] || fail "$w waiters listed, not 1000"
