@@ -82,7 +82,7 @@ class Layout:
         self.slot_size = slot.sizeof
         self.fields = {}
         for key, path in (("state", "state"), ("kind", "task.kind"), ("task_id", "task.id"),
-                          ("name", "task.name"), ("ext", "task_ext")):
+                          ("name", "task.name"), ("start", "task.start"), ("ext", "task_ext")):
             self.fields[key] = _field_offset(slot, path)
         ext = self.fields["ext"][0]
         for name in ("sp", "base", "size", "id", "owner", "ended", "joiner"):
@@ -94,6 +94,12 @@ class Layout:
                 off, t = _field_offset(desc, name)
                 self.fields[name] = (ext + off, t)
         self.codecs = {key: self._codec(key) for key in self.fields if key != "ext"}
+        # Where a fiber that has not run yet "returns" to first, in libraries
+        # that build a first switch frame for it (others leave its sp NULL).
+        try:
+            self.entry = int(gdb.parse_and_eval("(unsigned long)&vms__fiber_entry"))
+        except gdb.error:
+            self.entry = None
         self.slot_live = _enum_value("VMS_SLOT_LIVE", 2)
         self.task_fiber = _enum_value("VMS_TASK_FIBER", 1)
         self.wait_names = {_enum_value("VMS_WAIT_PARK", 1): "parked",
@@ -125,7 +131,7 @@ class Layout:
 
 
 class Fiber:
-    __slots__ = ("id", "name", "addr", "base", "size", "sp", "owner", "joiner", "wait", "wait_fd",
+    __slots__ = ("id", "name", "addr", "base", "size", "sp", "start", "started", "owner", "joiner", "wait", "wait_fd",
                  "thread", "running", "state")
 
 
@@ -168,6 +174,7 @@ def read_fibers(layout, inf):
                 f.base = layout.get(buf, b, "base")
                 f.size = layout.get(buf, b, "size")
                 f.sp = layout.get(buf, b, "sp")
+                f.start = layout.get(buf, b, "start")
                 f.owner = layout.get(buf, b, "owner")
                 f.joiner = layout.get(buf, b, "joiner")
                 f.wait = layout.get(buf, b, "wait") if "wait" in layout.fields else 0
@@ -239,6 +246,11 @@ def collect():
         f.running = t is not None
         f.thread = t if t is not None else by_serial.get(f.owner)
         f.state = fiber_state(f, layout, joiners)
+        if f.sp and not f.running and layout.entry is not None:
+            ret = struct.unpack("<Q", bytes(inf.read_memory(f.sp + 56, 8)))[0]
+            f.started = ret != layout.entry
+        else:
+            f.started = bool(f.sp) or f.running
     return inf, fibers
 
 
@@ -483,9 +495,25 @@ class Backtrace:
         return True
 
 
+class NotStarted:
+    """A fiber spawned and not run yet: no frames, only its start routine."""
+
+    def __init__(self, start):
+        block = gdb.block_for_pc(start) if start else None
+        name = block.function.name if block is not None and block.function is not None else hex(start)
+        self.where = "%s, not started" % name
+        self.lines = ["%s: not started yet" % name]
+        self.key = ("not started", start)
+
+
 def backtrace_of(inf, f, cache):
     if f.running:
         return fiber_frames(inf, f, lambda fr: Backtrace(fr, f.base + f.size))
+    if not f.started:
+        key = ("not started", f.start)
+        if key not in cache:
+            cache[key] = NotStarted(f.start)
+        return cache[key]
     top = f.base + f.size
     # One read per fiber: the part of its stack in use, saved context included.
     stack = bytes(inf.read_memory(f.sp, top - f.sp))
@@ -562,6 +590,9 @@ selected first.  The thread's own frames are back afterwards."""
             raise gdb.GdbError("vmstack: no live fiber %d (ids: info vmstack-fibers)" % want)
         print("fiber %d '%s', %s, thread %s, stack 0x%x-0x%x" % (
             f.id, f.name, f.state, thread_label(f.thread), f.base, f.base + f.size))
+        if not f.started:
+            print(NotStarted(f.start).lines[0])
+            return
         if len(parts) == 1:
             lines = fiber_frames(inf, f, lambda fr: [describe(x) for x in fr])
             for i, line in enumerate(lines):
