@@ -21,7 +21,7 @@ mkdir "$tree"
 tar -C "$src" --exclude='./build*' --exclude='./.git' --exclude='./obj-*' -cf - . | tar -C "$tree" -xf -
 start=$(date +%s)
 (cd "$tree" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$tmp/build.log" 2>&1 ||
-  { tail -40 "$tmp/build.log"; echo "package.sh: dpkg-buildpackage failed"; exit 1; }
+  { tail -80 "$tmp/build.log"; echo "package.sh: dpkg-buildpackage failed"; exit 1; }
 echo "packages built in $(( $(date +%s) - start )) s"
 rm -rf "$out"; mkdir -p "$out"
 cp "$tmp"/*.deb "$tmp"/*.changes "$tmp"/*.buildinfo "$out"/
