@@ -70,7 +70,8 @@ def _enum_value(name, default):
 
 
 class Layout:
-    """Offsets of what we read from a slot, looked up once per session."""
+    """Offsets of what we read from a slot, looked up by name for each
+    command (the program, and with it the library, may have changed)."""
 
     def __init__(self):
         try:
@@ -81,8 +82,8 @@ class Layout:
                            "the library's debug symbols (libvmstack0-dbgsym)")
         self.slot_size = slot.sizeof
         self.fields = {}
-        for key, path in (("state", "state"), ("kind", "task.kind"), ("task_id", "task.id"),
-                          ("name", "task.name"), ("start", "task.start"), ("ext", "task_ext")):
+        for key, path in (("state", "state"), ("kind", "task.kind"), ("name", "task.name"),
+                          ("start", "task.start"), ("ext", "task_ext")):
             self.fields[key] = _field_offset(slot, path)
         ext = self.fields["ext"][0]
         for name in ("sp", "base", "size", "id", "owner", "ended", "joiner"):
@@ -133,10 +134,6 @@ class Layout:
 class Fiber:
     __slots__ = ("id", "name", "addr", "base", "size", "sp", "start", "started", "owner", "joiner", "wait", "wait_fd",
                  "thread", "running", "state")
-
-
-def _layout():
-    return Layout()
 
 
 def _inferior():
@@ -236,7 +233,7 @@ def fiber_state(f, layout, joiners):
 
 
 def collect():
-    layout = _layout()
+    layout = Layout()
     inf = _inferior()
     fibers = read_fibers(layout, inf)
     by_serial, running = read_threads(inf)
@@ -597,6 +594,8 @@ selected first.  The thread's own frames are back afterwards."""
             lines = fiber_frames(inf, f, lambda fr: [describe(x) for x in fr])
             for i, line in enumerate(lines):
                 print("#%-2d %s" % (i, line))
+            if len(lines) == MAX_FRAMES:
+                print("(more frames not shown: vmstack-fiber %d bt)" % f.id)
             return
         if f.running:
             keep = gdb.selected_thread()
