@@ -13,7 +13,7 @@ install(TARGETS vmstack vmstack_static EXPORT vmstackTargets
 install(TARGETS vmstack_tool)
 # 'vmstack run' finds the preload library next to itself (build tree) or here.
 install(TARGETS vmstack_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/vmstack)
-install(FILES include/vmstack.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES include/vmstack.h include/vmstack.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # Man pages file by file: a directory install would also create the
 # directories of docs/ that hold no man page (docs/plots), empty.
