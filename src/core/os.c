@@ -46,7 +46,15 @@ void *vms__os_reserve(size_t bytes)
     /* PROT_NONE + NORESERVE: address space only, no commit charge. */
     void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    /*
+     * Reserved space holds nothing a core dump needs; gdb's gcore would
+     * otherwise write all of it out as zeros (hundreds of GiB).  Committed
+     * chunks are new mappings, dumped as usual.
+     */
+    madvise(p, bytes, MADV_DONTDUMP);
+    return p;
 }
 
 int vms__os_commit(void *addr, size_t bytes)
@@ -73,7 +81,8 @@ int vms__os_commit(void *addr, size_t bytes)
 /* Gives a range back to the reservation: no memory, no charge, no guards. */
 void vms__os_decommit(void *addr, size_t bytes)
 {
-    mmap(addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    if (mmap(addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) != MAP_FAILED)
+        madvise(addr, bytes, MADV_DONTDUMP);
 }
 
 int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode)

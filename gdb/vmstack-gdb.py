@@ -1,0 +1,614 @@
+# vmstack's gdb extension: fibers in gdb, as `info threads` / `thread N`
+# show threads, in a live process and in a core file.
+#
+#   info vmstack-fibers [--group]   one line per live fiber: id, name, state,
+#                                   thread, stack range, peak use, current
+#                                   frame; --group: one backtrace per group
+#                                   of fibers whose backtraces are identical
+#   vmstack-fiber N [COMMAND]       fiber N's backtrace, unwound from the
+#                                   context it saved when it switched away;
+#                                   with COMMAND, run it with the fiber's
+#                                   frames in place (from frame 1: `frame 1`
+#                                   is selected first); the thread's own
+#                                   frames are back afterwards
+#
+# Everything is read through the library's debug information, by name: the
+# region table vms__g.regions, each region's slot table, and the fiber
+# descriptor (struct vms_fiber_desc) kept in each slot's task_ext; the
+# scheduler of each thread (the thread-local `sched` of fiber.c) says which
+# fiber runs.  No descriptor is ever on a fiber's stack, so a fiber whose
+# stack overflowed is listed like any other.
+#
+# gdb loads this file by itself for libvmstack.so.0 once it is installed as
+# <gdb data dir>/auto-load/<library's real path>-gdb.py (the packages do
+# so).  In a build tree: `add-auto-load-safe-path BUILD_DIR`.  For a program
+# linked with libvmstack.a: `source PREFIX/share/vmstack/vmstack-gdb.py`.
+
+import struct
+
+import gdb
+import gdb.unwinder
+
+# The saved context of a fiber that switched away (src/task/switch-x86_64.S),
+# from its saved stack pointer up: MXCSR and x87 control word, r12, r13, r14,
+# r15, rbx, rbp, return address.
+SWITCH_FRAME = ("mxcsr", "r12", "r13", "r14", "r15", "rbx", "rbp", "rip")
+# Frames of vmstack's own scheduler, skipped for a fiber's "current frame".
+OWN_FRAME_PREFIXES = ("vms_", "vms__")
+# How many lines of backtrace `vmstack-fiber` and `--group` print at most.
+MAX_FRAMES = 64
+# Fibers beyond which the listing leaves out peak use (it reads each stack).
+PEAK_LIMIT = 10000
+
+
+class VmsError(Exception):
+    pass
+
+
+def _field_offset(t, path):
+    """Byte offset and type of a field of struct type t, by a dotted path."""
+    off = 0
+    for name in path.split("."):
+        t = t.strip_typedefs()
+        f = next((f for f in t.fields() if f.name == name), None)
+        if f is None:
+            raise VmsError("struct %s has no field %s" % (t.tag or t.name, name))
+        off += f.bitpos // 8
+        t = f.type
+    return off, t
+
+
+def _has_field(t, name):
+    return any(f.name == name for f in t.strip_typedefs().fields())
+
+
+def _enum_value(name, default):
+    try:
+        return int(gdb.parse_and_eval(name))
+    except gdb.error:
+        return default
+
+
+class Layout:
+    """Offsets of what we read from a slot, looked up by name for each
+    command (the program, and with it the library, may have changed)."""
+
+    def __init__(self):
+        try:
+            slot = gdb.lookup_type("struct vms_slot")
+            desc = gdb.lookup_type("struct vms_fiber_desc")
+        except gdb.error:
+            raise VmsError("no debug information for vmstack: build it with -g, or install "
+                           "the library's debug symbols (libvmstack0-dbgsym)")
+        self.slot_size = slot.sizeof
+        self.fields = {}
+        for key, path in (("state", "state"), ("kind", "task.kind"), ("name", "task.name"),
+                          ("start", "task.start"), ("ext", "task_ext")):
+            self.fields[key] = _field_offset(slot, path)
+        ext = self.fields["ext"][0]
+        for name in ("sp", "base", "size", "id", "owner", "ended", "joiner"):
+            off, t = _field_offset(desc, name)
+            self.fields[name] = (ext + off, t)
+        # Fields of the waiting machinery, where the library has it.
+        for name in ("wait", "wait_fd"):
+            if _has_field(desc, name):
+                off, t = _field_offset(desc, name)
+                self.fields[name] = (ext + off, t)
+        self.codecs = {key: self._codec(key) for key in self.fields if key != "ext"}
+        # Where a fiber that has not run yet "returns" to first, in libraries
+        # that build a first switch frame for it (others leave its sp NULL).
+        try:
+            self.entry = int(gdb.parse_and_eval("(unsigned long)&vms__fiber_entry"))
+        except gdb.error:
+            self.entry = None
+        self.slot_live = _enum_value("VMS_SLOT_LIVE", 2)
+        self.task_fiber = _enum_value("VMS_TASK_FIBER", 1)
+        self.wait_names = {_enum_value("VMS_WAIT_PARK", 1): "parked",
+                           _enum_value("VMS_WAIT_SLEEP", 2): "sleeping",
+                           _enum_value("VMS_WAIT_FD", 3): "waiting on fd"}
+
+    def _codec(self, key):
+        """How to read field key: (offset, struct.Struct), or (offset, size) for the name."""
+        off, t = self.fields[key]
+        t = t.strip_typedefs()
+        if key == "name":
+            return off, t.sizeof
+        fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[t.sizeof]
+        signed = t.code == gdb.TYPE_CODE_INT and t.is_signed
+        return off, struct.Struct("<" + (fmt if signed else fmt.upper()))
+
+    def unpacker(self, key):
+        """A function (buf, base) -> field key of the slot at base."""
+        off, how = self.codecs[key]
+        unpack = how.unpack_from
+        return lambda buf, base: unpack(buf, base + off)[0]
+
+    def get(self, buf, base, key):
+        off, how = self.codecs[key]
+        if key == "name":
+            raw = bytes(buf[base + off:base + off + how])
+            return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        return how.unpack_from(buf, base + off)[0]
+
+
+class Fiber:
+    __slots__ = ("id", "name", "addr", "base", "size", "sp", "start", "started", "owner", "joiner", "wait", "wait_fd",
+                 "thread", "running", "state")
+
+
+def _inferior():
+    inf = gdb.selected_inferior()
+    if inf.pid == 0 and not inf.threads():
+        raise VmsError("no process: run the program, attach to it, or load a core file")
+    return inf
+
+
+def read_fibers(layout, inf):
+    """Every live fiber in every region, from the slot tables."""
+    g = gdb.parse_and_eval("vms__g")
+    fibers = []
+    # The two fields every slot is tested on, read without the generic path.
+    state = layout.unpacker("state")
+    kind = layout.unpacker("kind")
+    for r in range(int(g["nregions"])):
+        region = g["regions"][r].dereference()
+        nslots = min(int(region["nchunks"]) * int(region["chunk_slots"]), int(region["max_slots"]))
+        table = int(region["slots"])
+        batch = 4096
+        for first in range(0, nslots, batch):
+            n = min(batch, nslots - first)
+            buf = inf.read_memory(table + first * layout.slot_size, n * layout.slot_size)
+            for i in range(n):
+                b = i * layout.slot_size
+                if state(buf, b) & 0xffffffff != layout.slot_live or kind(buf, b) != layout.task_fiber:
+                    continue
+                if not layout.get(buf, b, "id") or layout.get(buf, b, "ended"):
+                    continue
+                f = Fiber()
+                f.id = layout.get(buf, b, "id")
+                f.name = layout.get(buf, b, "name")
+                f.addr = table + (first + i) * layout.slot_size + layout.fields["ext"][0]
+                f.base = layout.get(buf, b, "base")
+                f.size = layout.get(buf, b, "size")
+                f.sp = layout.get(buf, b, "sp")
+                f.start = layout.get(buf, b, "start")
+                f.owner = layout.get(buf, b, "owner")
+                f.joiner = layout.get(buf, b, "joiner")
+                f.wait = layout.get(buf, b, "wait") if "wait" in layout.fields else 0
+                f.wait_fd = layout.get(buf, b, "wait_fd") if "wait_fd" in layout.fields else -1
+                f.thread = None
+                f.running = False
+                fibers.append(f)
+    fibers.sort(key=lambda f: f.id)
+    return fibers
+
+
+def _scheduler_symbol():
+    sym = gdb.lookup_static_symbol("sched")
+    if sym is None or sym.type.strip_typedefs().tag != "vms_sched":
+        return None
+    return sym
+
+
+def read_threads(inf):
+    """Each thread's scheduler: serial -> thread, and which fiber runs where."""
+    sym = _scheduler_symbol()
+    by_serial, running = {}, {}
+    if sym is None:
+        return by_serial, running
+    keep = gdb.selected_thread()
+    try:
+        for t in inf.threads():
+            t.switch()
+            try:
+                s = sym.value(gdb.newest_frame())
+                serial, current = int(s["serial"]), int(s["current"])
+                main = int(s["main"].address)
+            except gdb.error:
+                continue
+            if serial:
+                by_serial[serial] = t
+            if current and current != main:
+                running[current] = t
+    finally:
+        if keep is not None:
+            keep.switch()
+    return by_serial, running
+
+
+def fiber_state(f, layout, joiners):
+    """The state shown for a fiber: running, runnable, parked, sleeping,
+    waiting on fd N, or joining fiber N.  The one place that knows which
+    descriptor fields say so."""
+    if f.running:
+        return "running"
+    what = layout.wait_names.get(f.wait)
+    if what == "waiting on fd":
+        return "waiting on fd %d" % f.wait_fd
+    if what:
+        return what
+    if f.addr in joiners:
+        return "joining fiber %d" % joiners[f.addr]
+    return "runnable"
+
+
+def collect():
+    layout = Layout()
+    inf = _inferior()
+    fibers = read_fibers(layout, inf)
+    by_serial, running = read_threads(inf)
+    joiners = {f.joiner: f.id for f in fibers if f.joiner}
+    for f in fibers:
+        t = running.get(f.addr)
+        f.running = t is not None
+        f.thread = t if t is not None else by_serial.get(f.owner)
+        f.state = fiber_state(f, layout, joiners)
+        if f.sp and not f.running and layout.entry is not None:
+            ret = struct.unpack("<Q", bytes(inf.read_memory(f.sp + 56, 8)))[0]
+            f.started = ret != layout.entry
+        else:
+            f.started = bool(f.sp) or f.running
+    return inf, fibers
+
+
+# ---- unwinding a fiber from its saved context ----
+
+class _FrameId:
+    def __init__(self, sp, pc):
+        self.sp = sp
+        self.pc = pc
+
+
+class FiberUnwinder(gdb.unwinder.Unwinder):
+    """While a fiber is shown: the thread's innermost frame unwinds to the
+    fiber's saved context instead of its real caller, so that frame 1 and
+    up are the fiber's frames.  Off (regs None) at all other times."""
+
+    def __init__(self):
+        super().__init__("vmstack-fiber")
+        self.regs = None
+        self.at = None  # (pc, sp) of the thread's innermost frame
+
+    def __call__(self, pending):
+        if self.regs is None:
+            return None
+        pc = pending.read_register("rip")
+        sp = pending.read_register("rsp")
+        if (int(pc), int(sp)) != self.at:
+            return None
+        # A stack address below any fiber's: gdb then takes the fiber's
+        # frames, wherever its stack is, as outer frames of this one.
+        info = pending.create_unwind_info(_FrameId(gdb.Value(1).cast(sp.type), pc))
+        for reg, value in self.regs.items():
+            info.add_saved_register(reg, gdb.Value(value).cast(pending.read_register(reg).type))
+        return info
+
+
+_unwinder = FiberUnwinder()
+gdb.unwinder.register_unwinder(None, _unwinder, replace=True)
+
+
+def saved_context(inf, f):
+    words = struct.unpack("<8Q", bytes(inf.read_memory(f.sp, 64)))
+    regs = dict(zip(SWITCH_FRAME[1:], words[1:]))
+    regs["rsp"] = f.sp + 64  # after the return
+    return regs
+
+
+class FiberFrames:
+    """`with FiberFrames(inf, f):` fiber f's frames are frame 1 and up of
+    its thread (or the selected one); on leaving, the thread's own frames
+    and the selected thread and frame are back."""
+
+    def __init__(self, inf, f):
+        self.inf, self.f = inf, f
+
+    def __enter__(self):
+        self.keep_thread = gdb.selected_thread()
+        try:
+            self.keep_level = gdb.selected_frame().level()
+        except gdb.error:
+            self.keep_level = None
+        if self.f.thread is not None:
+            self.f.thread.switch()
+        gdb.invalidate_cached_frames()
+        inner = gdb.newest_frame()
+        while inner.type() == gdb.INLINE_FRAME and inner.older() is not None:
+            inner = inner.older()
+        first = inner.level() + 1
+        _unwinder.at = (int(inner.read_register("rip")), int(inner.read_register("rsp")))
+        _unwinder.regs = saved_context(self.inf, self.f)
+        gdb.invalidate_cached_frames()
+        return first
+
+    def __exit__(self, *exc):
+        _unwinder.regs = None
+        _unwinder.at = None
+        gdb.invalidate_cached_frames()
+        if self.keep_thread is not None:
+            self.keep_thread.switch()
+            if self.keep_level is not None:
+                frame = gdb.newest_frame()
+                while frame is not None and frame.level() < self.keep_level:
+                    frame = frame.older()
+                if frame is not None:
+                    frame.select()
+        return False
+
+
+def frames_from(first):
+    """Up to MAX_FRAMES frames, outward from frame level first."""
+    frame = gdb.newest_frame()
+    while frame is not None and frame.level() < first:
+        frame = frame.older()
+    out = []
+    while frame is not None and len(out) < MAX_FRAMES:
+        out.append(frame)
+        try:
+            frame = frame.older()
+        except gdb.error:
+            break
+    return out
+
+
+def describe(frame, with_args=True):
+    """One frame as `bt` shows it: function (args) at file:line; without
+    the arguments: function at file:line."""
+    fn = frame.function()
+    name = frame.name() or "??"
+    args = []
+    if fn is not None and with_args:
+        try:
+            block = frame.block()
+            while block is not None and block.function is None:
+                block = block.superblock
+            for sym in (block or []):
+                if sym.is_argument:
+                    try:
+                        args.append("%s=%s" % (sym.name, frame.read_var(sym)))
+                    except (gdb.error, ValueError):
+                        args.append("%s=<optimized out>" % sym.name)
+        except RuntimeError:
+            pass
+    text = "%s (%s)" % (name, ", ".join(args)) if with_args else name
+    sal = frame.find_sal()
+    if sal.symtab is not None:
+        text += " at %s:%d" % (sal.symtab.filename, sal.line)
+    else:
+        lib = gdb.solib_name(frame.pc())
+        if lib:
+            text += " from %s" % lib
+    return text
+
+
+def frame_key(frame):
+    sal = frame.find_sal()
+    return (frame.name() or hex(frame.pc()), sal.symtab.filename if sal.symtab else None, sal.line)
+
+
+def _own(frames, i):
+    """Whether frames[i] is vmstack's: a vms_ function, or inlined into one."""
+    while frames[i].type() == gdb.INLINE_FRAME and i + 1 < len(frames):
+        if (frames[i].name() or "").startswith(OWN_FRAME_PREFIXES):
+            return True
+        i += 1
+    return (frames[i].name() or "").startswith(OWN_FRAME_PREFIXES)
+
+
+def first_own(frames):
+    """The first frame outside vmstack's scheduler: where the fiber is."""
+    i = 0
+    while i < len(frames) and _own(frames, i):
+        i += 1
+    return frames[i] if i < len(frames) else (frames[0] if frames else None)
+
+
+def fiber_frames(inf, f, use):
+    """use(frames) with fiber f's frames, innermost first."""
+    if f.running:
+        keep = gdb.selected_thread()
+        f.thread.switch()
+        try:
+            return use(running_frames(f))
+        finally:
+            keep.switch()
+    with FiberFrames(inf, f) as first:
+        return use(frames_from(first))
+
+
+def running_frames(f):
+    """A running fiber's frames: its thread's, from the first on its stack
+    (the ones of a signal handler on the alternate stack come before)."""
+    frames = frames_from(0)
+    for i, frame in enumerate(frames):
+        try:
+            sp = int(frame.read_register("rsp"))
+        except gdb.error:
+            continue
+        if f.base <= sp <= f.base + f.size:
+            return frames[i:]
+    return frames
+
+
+def peak_use(inf, f):
+    """Bytes used at the deepest: from the top down to the deepest non-zero
+    word (the library's own measure; the canary at the base is skipped)."""
+    try:
+        mem = bytes(inf.read_memory(f.base + 8, f.size - 8))
+    except gdb.MemoryError:
+        return None
+    return f.size - 8 - (len(mem) - len(mem.lstrip(b"\0")))
+
+
+def thread_label(t):
+    if t is None:
+        return "?"
+    return "%d (%s)" % (t.num, t.name or "LWP %d" % t.ptid[1])
+
+
+def list_fibers(inf, fibers):
+    peak = len(fibers) <= PEAK_LIMIT
+    cache = {}
+    print("  Id     Name                             State            Thread          Stack                                  Peak    Frame")
+    for f in fibers:
+        frames_text = backtrace_of(inf, f, cache).where
+        used = peak_use(inf, f) if peak else None
+        print("%s %-6d %-32s %-16s %-15s 0x%x-0x%x %7s  %s" % (
+            "*" if f.running and f.thread == gdb.selected_thread() else " ", f.id, f.name, f.state,
+            thread_label(f.thread), f.base, f.base + f.size,
+            "%d" % used if used is not None else "-", frames_text))
+    print("%d fibers%s" % (len(fibers), "" if peak else " (peak use is read for up to %d)" % PEAK_LIMIT))
+
+
+# ---- grouping identical backtraces ----
+
+class Backtrace:
+    """A backtrace unwound once, with where each return address lies
+    relative to the stack's top, to recognise the same chain in another
+    fiber by reading those words alone."""
+
+    def __init__(self, frames, top):
+        self.lines = [describe(fr) for fr in frames]
+        own = first_own(frames)
+        # Shared by every fiber with this backtrace: their arguments may differ.
+        self.where = describe(own, with_args=False) if own is not None else "??"
+        self.key = tuple(frame_key(fr) for fr in frames)
+        self.checks = []
+        for fr in frames[1:]:
+            if fr.type() == gdb.INLINE_FRAME:
+                continue
+            try:
+                self.checks.append((top - (int(fr.read_register("rsp")) - 8), fr.pc()))
+            except gdb.error:
+                pass
+
+    def matches(self, stack, top):
+        """Whether the used stack (bytes from the saved sp up to top) holds
+        the same return addresses at the same offsets from the top."""
+        for off, pc in self.checks:
+            at = len(stack) - off
+            if at < 0 or struct.unpack_from("<Q", stack, at)[0] != pc:
+                return False
+        return True
+
+
+class NotStarted:
+    """A fiber spawned and not run yet: no frames, only its start routine."""
+
+    def __init__(self, start):
+        block = gdb.block_for_pc(start) if start else None
+        name = block.function.name if block is not None and block.function is not None else hex(start)
+        self.where = "%s, not started" % name
+        self.lines = ["%s: not started yet" % name]
+        self.key = ("not started", start)
+
+
+def backtrace_of(inf, f, cache):
+    if f.running:
+        return fiber_frames(inf, f, lambda fr: Backtrace(fr, f.base + f.size))
+    if not f.started:
+        key = ("not started", f.start)
+        if key not in cache:
+            cache[key] = NotStarted(f.start)
+        return cache[key]
+    top = f.base + f.size
+    # One read per fiber: the part of its stack in use, saved context included.
+    stack = bytes(inf.read_memory(f.sp, top - f.sp))
+    key = (struct.unpack_from("<Q", stack, 56)[0], len(stack))
+    for bt in cache.get(key, ()):
+        if bt.matches(stack, top):
+            return bt
+    bt = fiber_frames(inf, f, lambda fr: Backtrace(fr, top))
+    cache.setdefault(key, []).append(bt)
+    return bt
+
+
+def group_fibers(inf, fibers):
+    cache, groups = {}, {}
+    for f in fibers:
+        bt = backtrace_of(inf, f, cache)
+        groups.setdefault(bt.key, (bt, []))[1].append(f)
+    for bt, members in sorted(groups.values(), key=lambda g: -len(g[1])):
+        states = sorted({m.state for m in members})
+        ids = ", ".join(str(m.id) for m in members[:10]) + (", ..." if len(members) > 10 else "")
+        print("%d fiber%s (%s): %s" % (len(members), "" if len(members) == 1 else "s", ", ".join(states), ids))
+        for i, line in enumerate(bt.lines):
+            print("  #%-2d %s" % (i, line))
+    print("%d fibers in %d groups" % (len(fibers), len(groups)))
+
+
+# ---- commands ----
+
+class InfoFibers(gdb.Command):
+    """List vmstack's live fibers: id, name, state, thread, stack, peak use, frame.
+Usage: info vmstack-fibers [--group]
+--group prints each distinct backtrace once, with the fibers that have it."""
+
+    def __init__(self):
+        super().__init__("info vmstack-fibers", gdb.COMMAND_STATUS)
+
+    def invoke(self, arg, from_tty):
+        args = gdb.string_to_argv(arg)
+        if any(a != "--group" for a in args):
+            raise gdb.GdbError("usage: info vmstack-fibers [--group]")
+        try:
+            inf, fibers = collect()
+            if "--group" in args:
+                group_fibers(inf, fibers)
+            else:
+                list_fibers(inf, fibers)
+        except VmsError as e:
+            raise gdb.GdbError("vmstack: %s" % e)
+
+
+class FiberCommand(gdb.Command):
+    """Show a vmstack fiber's backtrace, or run a command in its frames.
+Usage: vmstack-fiber ID [COMMAND]
+Without COMMAND, prints the backtrace of fiber ID (as `info vmstack-fibers`
+lists it), unwound from the context it saved when it last switched away.
+With COMMAND (e.g. `info locals`, `bt full`), runs it with the fiber's frames
+in place of the thread's callers: frame 1 is the fiber's innermost frame and is
+selected first.  The thread's own frames are back afterwards."""
+
+    def __init__(self):
+        super().__init__("vmstack-fiber", gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        parts = arg.split(None, 1)
+        if not parts or not parts[0].isdigit():
+            raise gdb.GdbError("usage: vmstack-fiber ID [COMMAND]  (ids: info vmstack-fibers)")
+        want = int(parts[0])
+        try:
+            inf, fibers = collect()
+        except VmsError as e:
+            raise gdb.GdbError("vmstack: %s" % e)
+        f = next((f for f in fibers if f.id == want), None)
+        if f is None:
+            raise gdb.GdbError("vmstack: no live fiber %d (ids: info vmstack-fibers)" % want)
+        print("fiber %d '%s', %s, thread %s, stack 0x%x-0x%x" % (
+            f.id, f.name, f.state, thread_label(f.thread), f.base, f.base + f.size))
+        if not f.started:
+            print(NotStarted(f.start).lines[0])
+            return
+        if len(parts) == 1:
+            lines = fiber_frames(inf, f, lambda fr: [describe(x) for x in fr])
+            for i, line in enumerate(lines):
+                print("#%-2d %s" % (i, line))
+            if len(lines) == MAX_FRAMES:
+                print("(more frames not shown: vmstack-fiber %d bt)" % f.id)
+            return
+        if f.running:
+            keep = gdb.selected_thread()
+            f.thread.switch()
+            try:
+                gdb.execute(parts[1], from_tty)
+            finally:
+                keep.switch()
+            return
+        with FiberFrames(inf, f) as first:
+            gdb.execute("frame %d" % first, to_string=True)
+            gdb.execute(parts[1], from_tty)
+
+
+InfoFibers()
+FiberCommand()

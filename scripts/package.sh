@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the Debian packages (libvmstack0, libvmstack-dev, vmstack) with
+# dpkg-buildpackage from a copy of this tree, checks them with lintian
+# (errors fail, warnings are printed), unpacks them into a scratch root,
+# runs 'vmstack demo' from there, and builds and runs a consumer against
+# them with pkg-config.  The .deb files are left in OUT_DIR (default
+# build-deb/).  Usage: scripts/package.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+out=$(realpath -m "${1:-build-deb}")
+
+scripts/deps.sh
+version=$(dpkg-parsechangelog -S Version)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# dpkg-buildpackage writes its packages next to the source tree: build a copy.
+tree=$tmp/vmstack-$version
+mkdir "$tree"
+tar -C "$src" --exclude='./build*' --exclude='./.git' --exclude='./obj-*' -cf - . | tar -C "$tree" -xf -
+start=$(date +%s)
+(cd "$tree" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$tmp/build.log" 2>&1 ||
+  { tail -80 "$tmp/build.log"; echo "package.sh: dpkg-buildpackage failed"; exit 1; }
+echo "packages built in $(( $(date +%s) - start )) s"
+rm -rf "$out"; mkdir -p "$out"
+cp "$tmp"/*.deb "$tmp"/*.changes "$tmp"/*.buildinfo "$out"/
+ls "$out"
+
+# lintian: errors fail the run; warnings are printed (none are left now).
+lintian --fail-on error --tag-display-limit 0 "$out"/*.changes | tee "$tmp/lintian.log" ||
+  { echo "package.sh: lintian found errors"; exit 1; }
+
+# A scratch root holds what the packages install.
+root=$tmp/root
+for deb in "$out"/libvmstack0_*.deb "$out"/libvmstack-dev_*.deb "$out"/vmstack_*.deb; do
+  dpkg-deb -x "$deb" "$root"
+done
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+libdir=$root/usr/lib/$multiarch
+[ -f "$root/usr/share/gdb/auto-load/usr/lib/$multiarch/libvmstack.so.${version%%-*}-gdb.py" ] ||
+  { echo "package.sh: the gdb extension is not where gdb auto-loads it"; exit 1; }
+
+echo "=== vmstack demo, from the packages"
+LD_LIBRARY_PATH=$libdir "$root/usr/bin/vmstack" demo
+
+echo "=== a consumer built with pkg-config against the packages"
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc -o "$tmp/consumer" tests/consumer/consumer.c $(pkg-config --define-variable=prefix="$root/usr" --cflags --libs vmstack) \
+  -Wl,-rpath,"$libdir"
+ldd "$tmp/consumer" | grep -q "libvmstack.so.0 => $libdir/" ||
+  { echo "package.sh: the consumer did not link the packaged libvmstack.so"; exit 1; }
+"$tmp/consumer"
+echo "package.sh: packages built, checked, installed into a scratch root and used"

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Installs the build into a temporary prefix, then builds and runs the
+# consumer program against it the three ways the README gives: with
+# pkg-config (shared library), with pkg-config --static and cc -static, and
+# with CMake's find_package(vmstack), both of its targets.  Also checks
+# that the install holds no empty directory.
+# Usage: test_install.sh BUILD_DIR SOURCE_DIR C_COMPILER
+set -eu
+build=$1 src=$2 cc=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+empty=$(find "$prefix" -type d -empty)
+[ -z "$empty" ] || fail "empty directories installed: $empty"
+
+# The .pc file names the configured prefix: point it to where it was installed.
+pcfile=$(find "$prefix" -name vmstack.pc)
+[ -n "$pcfile" ] || fail "no vmstack.pc installed"
+export PKG_CONFIG_PATH="$(dirname "$pcfile")"
+libdir=$(dirname "$PKG_CONFIG_PATH")
+pc() { pkg-config --define-variable=prefix="$prefix" "$@" vmstack; }
+expect='consumer: vmstack [0-9.]*, fiber ran on a guarded stack'
+
+check_run() { # NAME PROGRAM
+  out=$("$2") || fail "$1: exit status $?"
+  echo "$out" | grep -qx "$expect" || fail "$1: unexpected output: $out"
+  echo "ok: $1"
+}
+
+"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pc --cflags --libs) -Wl,-rpath,"$libdir"
+ldd "$tmp/dyn" | grep -q "libvmstack.so.0 => $libdir/libvmstack.so.0" ||
+  fail "pkg-config --libs did not link the installed libvmstack.so"
+check_run "cc \$(pkg-config --cflags --libs vmstack)" "$tmp/dyn"
+
+"$cc" -static -o "$tmp/static" "$src/tests/consumer/consumer.c" $(pc --static --cflags --libs) 2>"$tmp/static.err" ||
+  { cat "$tmp/static.err"; fail "cc -static \$(pkg-config --static ...) did not link"; }
+readelf -l "$tmp/static" | grep -q INTERP && fail "the -static consumer is dynamically linked"
+check_run "cc -static \$(pkg-config --static --cflags --libs vmstack)" "$tmp/static"
+
+cmake -S "$src/tests/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_BUILD_RPATH="$libdir" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "find_package(vmstack)"; }
+cmake --build "$tmp/cmake" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "building against vmstack::*"; }
+ldd "$tmp/cmake/consumer_shared" | grep -q "$libdir/libvmstack.so.0" || fail "vmstack::vmstack is not the installed libvmstack.so"
+ldd "$tmp/cmake/consumer_static" | grep -q libvmstack && fail "vmstack::vmstack_static linked the shared library"
+check_run "find_package(vmstack), vmstack::vmstack" "$tmp/cmake/consumer_shared"
+check_run "find_package(vmstack), vmstack::vmstack_static" "$tmp/cmake/consumer_static"
+echo "3 ways passed"
