@@ -171,7 +171,11 @@ VMS_API int vms_stack_alloc(vms_stack *st, size_t size);
  * Frees a stack; its handle becomes stale.  Returns 0, or:
  *   -EINVAL   st does not describe a vmstack stack (foreign pointer)
  *   -EALREADY the stack was already freed (double free or stale handle)
- * In both error cases nothing is changed.
+ * In both error cases nothing is changed.  A free into the calling thread's
+ * own small cache takes no locked instruction: the stack's state is checked
+ * and then marked by plain loads and stores.  A double free is caught, but
+ * two threads freeing the same stack at the same instant may both succeed
+ * (the stack is then handed out twice); other frees mark it atomically.
  */
 VMS_API int vms_stack_free(vms_stack *st);
 

@@ -200,6 +200,8 @@ int vms__region_grow(struct vms_region *r)
     }
     r->next_fresh = c * (uint32_t)r->chunk_slots;
     r->fresh_end = r->next_fresh + (uint32_t)got;
+    for (uint32_t i = r->next_fresh; i < r->fresh_end; i++)
+        r->slots[i].base = vms__slot_base(r, i);
     r->slots_guarded += (uint32_t)got;
     atomic_store_explicit(&r->nchunks, c + 1, memory_order_release);
     return 0;
@@ -238,7 +240,7 @@ void vms__fill_handle(struct vms_region *r, uint32_t idx, vms_stack *st)
 {
     uint64_t state = atomic_load_explicit(&r->slots[idx].state, memory_order_acquire);
 
-    st->base = vms__slot_base(r, idx);
+    st->base = r->slots[idx].base;
     st->size = r->stack_size;
     st->guard_size = r->guard_size;
     st->id = r->index << VMS_SLOT_BITS | idx;

@@ -347,50 +347,107 @@ static struct vms_region *region_of_id(uint32_t id)
     return vms__g.regions[ri];
 }
 
+int vms__stack_take(struct vms_region *r, vms_stack *st)
+{
+    struct vms_slot *s;
+    uint32_t idx;
+    uint64_t gen;
+    int err;
+
+    if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
+        return err;
+    /* We own the slot exclusively now; publish it as live.  The handle comes from the slot: no division. */
+    s = &r->slots[idx];
+    gen = (atomic_load_explicit(&s->state, memory_order_relaxed) >> 32) + 1;
+    atomic_store_explicit(&s->state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
+    st->base = s->base;
+    st->size = r->stack_size;
+    st->guard_size = r->guard_size;
+    st->id = r->index << VMS_SLOT_BITS | idx;
+    st->gen = (uint32_t)gen;
+    return 0;
+}
+
 int vms_stack_alloc(vms_stack *st, size_t size)
 {
     int err = 0;
     struct vms_region *r = vms__region_for(size, &err);
-    uint32_t idx;
-    uint64_t gen;
 
     if (!r)
         return err;
     /* The allocating thread gets the overflow handler and its alternate stack. */
     if ((err = vms__thread_ready()))
         return err;
-    if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
-        return err;
-    /* We own the slot exclusively now; publish it as live. */
-    gen = (atomic_load_explicit(&r->slots[idx].state, memory_order_relaxed) >> 32) + 1;
-    atomic_store_explicit(&r->slots[idx].state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
-    vms__fill_handle(r, idx, st);
+    return vms__stack_take(r, st);
+}
+
+/* The slot goes back clean: no task, and zeroed where asked. */
+static void slot_clear(struct vms_slot *s, const vms_stack *st)
+{
+    memset(&s->task, 0, sizeof s->task);
+    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
+        size_t used = vms__used_bytes(st->base, st->size);
+        memset((char *)st->base + st->size - used, 0, used);
+    }
+}
+
+/* The calling thread's cache has room for one more stack of r. */
+static bool tcache_room(struct vms_region *r)
+{
+    _Atomic uint32_t *e = tcache.slot[r->index];
+
+    if (!tcache.registered)
+        tcache_register();
+    for (int i = 0; i < THREAD_CACHE; i++)
+        if (!atomic_load_explicit(&e[i], memory_order_relaxed))
+            return true;
+    return false;
+}
+
+/*
+ * Freed into the calling thread's own cache, the slot is marked free by a
+ * plain store after a plain check: no locked instruction.  Only two threads
+ * freeing the same handle at the same instant could both pass the check
+ * (documented in vmstack.h); anywhere else the mark is a compare-and-swap.
+ */
+static int stack_put(struct vms_region *r, uint32_t idx, const vms_stack *st)
+{
+    struct vms_slot *s = &r->slots[idx];
+    uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE, freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
+
+    if (tcache_room(r)) {
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) != live)
+            goto already;
+        atomic_store_explicit(&s->state, freed, memory_order_release);
+        slot_clear(s, st);
+        tcache_put(r, idx);
+        return 0;
+    }
+    if (!atomic_compare_exchange_strong_explicit(&s->state, &live, freed, memory_order_acq_rel, memory_order_relaxed))
+        goto already;
+    slot_clear(s, st);
+    if (!cache_put(r, idx))
+        pool_put(r, idx);
     return 0;
+already:
+    return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base, st->id);
+}
+
+void vms__stack_give(vms_stack *st)
+{
+    stack_put(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st);
 }
 
 int vms_stack_free(vms_stack *st)
 {
     struct vms_region *r = st ? region_of_id(st->id) : NULL;
     uint32_t idx = st ? st->id & ((1u << VMS_SLOT_BITS) - 1) : 0;
-    uint64_t live, freed;
 
-    if (!r || idx >= r->max_slots || vms__slot_base(r, idx) != st->base || st->size != r->stack_size)
+    /* Slots never handed out have no base yet: they fail the comparison. */
+    if (!r || idx >= r->max_slots || r->slots[idx].base != st->base || !st->base || st->size != r->stack_size)
         return vms__fail(EINVAL, "%p is not a vmstack stack: foreign pointer or corrupted handle",
                          st ? st->base : NULL);
-    live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE;
-    freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
-    if (!atomic_compare_exchange_strong_explicit(&r->slots[idx].state, &live, freed, memory_order_acq_rel,
-                                                 memory_order_relaxed))
-        return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base,
-                         st->id);
-    memset(&r->slots[idx].task, 0, sizeof r->slots[idx].task);
-    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
-        size_t used = vms__used_bytes(st->base, st->size);
-        memset((char *)st->base + st->size - used, 0, used);
-    }
-    if (!tcache_put(r, idx) && !cache_put(r, idx))
-        pool_put(r, idx);
-    return 0;
+    return stack_put(r, idx, st);
 }
 
 /* Empties every CPU's cache of a region into its pool. */

@@ -48,6 +48,7 @@ struct vms_task {
 struct vms_slot {
     _Atomic uint64_t state;   /* gen << 32 | VMS_SLOT_* */
     uint32_t next, prev;      /* pool lists, as slot index + 1 (0 = none) */
+    char *base;               /* vms__slot_base(), kept once guarded: no division when handing out */
     struct vms_task task;
     /*
      * The task layer's record for the stack (a fiber's descriptor): kept
@@ -124,6 +125,7 @@ long vms__os_max_map_count(void);
 
 /* area.c */
 struct vms_region *vms__region_for(size_t stack_size, int *err);
+/* The slot's usable stack from the geometry (two divisions); slots handed out keep it in vms_slot.base. */
 int vms__region_grow(struct vms_region *r);
 static inline char *vms__slot_base(const struct vms_region *r, uint32_t idx)
 {
@@ -152,6 +154,15 @@ static inline struct vms_slot *vms__slot_of_id(uint32_t id)
 }
 /* The task record of a live stack (NULL for a stale or foreign handle). */
 struct vms_task *vms__task_of(const vms_stack *st);
+
+/*
+ * cache.c, the task layer's lean path: vms_stack_alloc from region r for a
+ * thread that is report-ready already (vms__thread_ready() returned 0 in
+ * it), and vms_stack_free of a handle known to be live and its caller's.
+ * 0 or -errno with the message set, as vms_stack_alloc.
+ */
+int vms__stack_take(struct vms_region *r, vms_stack *st);
+void vms__stack_give(vms_stack *st);
 
 /* usage.c */
 size_t vms__used_bytes(const char *base, size_t size);

@@ -16,8 +16,8 @@
  * it, except id and owner, which other threads read to reject handles.
  */
 struct vms_fiber_desc {
-    void *sp;                         /* saved stack pointer while switched out */
-    char *base;                       /* usable stack [base, base + size); canary at base */
+    void *sp;                         /* saved stack pointer while switched out; NULL until first run */
+    char *base;                       /* usable stack [base, base + size) */
     size_t size;
     struct vms_fiber_desc *next, *prev; /* ring of ready fibers */
     struct vms_fiber_desc *joiner;    /* who waits in vms_fiber_join for it */
@@ -29,9 +29,12 @@ struct vms_fiber_desc {
     void *on_kill_arg;
     struct vms_task *task;            /* name and id for reports */
     vms_stack stack;                  /* the vmstack stack, when owns_stack */
+    char *top;                        /* initial stack pointer, 16-byte aligned */
+    uint64_t fpenv;                   /* initial MXCSR | x87 control word << 32: the spawner's */
     uint32_t ref;                     /* handle's ref: stack id, or VMS_FIBER_NOREF */
     uint8_t end;                      /* vms_fiber_end, once ended */
     bool ended, detached, owns_stack, dying;
+    bool canary;                      /* VMS_STACK_END_MAGIC at base: only where no guard is below */
     void *san_fake;                   /* ASan fake stack while switched out */
     void *san_tsan;                   /* TSan fiber context */
     unsigned vg_id;                   /* valgrind stack registration, 0: none */
@@ -87,12 +90,15 @@ int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base
 int vms__fiber_wait(struct vms_fiber_desc *f, vms_fiber_status *st);
 
 /*
- * switch-x86_64.S: saves the callee-saved state on the current stack, stores
- * the stack pointer in *save_sp, and resumes the context saved at to_sp.
+ * switch-x86_64.S: vms__switch saves the callee-saved state on the current
+ * stack, stores the stack pointer in *save_sp, and resumes the context
+ * saved at to_sp.  vms__fiber_launch saves the same way, then calls
+ * vms__fiber_main(f) on the fresh stack below top with the floating-point
+ * control state *fpenv, and when that returns, resumes the context saved
+ * at the stack pointer it returned.
  */
 void vms__switch(void **save_sp, void *to_sp);
-/* The first code of a fiber: the fiber's descriptor is in r12. */
-void vms__fiber_entry(void);
+void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, const uint64_t *fpenv);
 
 /*
  * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread
