@@ -238,7 +238,10 @@ typedef struct vms_fiber {
 /* Options of vms_fiber_spawn; NULL or all zero for the defaults. */
 typedef struct vms_fiber_opts {
     const char *name;   /* for reports; the first 31 bytes are kept; NULL: "fiber" */
-    size_t stack_size;  /* usable stack bytes; 0: the configured default (64 KiB) */
+    size_t stack_size;  /* usable stack bytes, at least; 0: the configured default (64 KiB).
+                           The stack gets one page more, from which its start is offset by
+                           up to 2 KiB ("colour"), so that the tops of many fibers' stacks
+                           do not all compete for one set of the L1 cache */
     int detached;       /* nonzero: never joined; its stack is freed as it ends */
 } vms_fiber_opts;
 

@@ -40,6 +40,8 @@ if "run: skipped in a sanitizer build" not in table:
 if "peers: skipped" not in table:
     nums(d["peers"]["spawn_ns"], ("boost_fixedsize", "boost_pooled", "boost_protected", "vmstack"))
     nums(d["peers"]["switch_ns"], ("boost_fcontext", "vmstack_yield"))
+for series in ("coloured", "plain"):
+    nums(d["ring_ns"][series], ("2", "16", "64", "512"))
 s = d["scale"]
 assert s["guard_mode"] in ("madvise", "mprotect"), s
 nums(s, ("live_stacks", "vmas_added", "rss_per_stack_bytes", "spawn_all_s", "spawn_all_cpu_s", "mprotect_ceiling"))

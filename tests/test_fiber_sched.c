@@ -2,15 +2,20 @@
  * The scheduler: fibers yielding in interleaved order run in exactly the
  * expected (FIFO round-robin) sequence; fibers spawning fibers; names, ids
  * and the current fiber; deep recursion within a fiber's stack size, and
- * stack usage measured around the canary; the
- * floating-point control state is per fiber, as the ABI's callee-saved
- * MXCSR and x87 control word demand.
+ * stack usage measured around the canary; stack colouring: fibers start
+ * at different offsets within their top page, yet never with less stack
+ * below than was asked; the floating-point control state is per fiber, as
+ * the ABI's callee-saved MXCSR and x87 control word demand: a fiber's
+ * rounding mode stays its own across switches, and fibers started after
+ * it changed (even launched from its context) start with their spawner's.
  */
 #include "check.h"
 #include "vmstack.h"
 
 #include <fenv.h>
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NF 200
 #define ROUNDS 50
@@ -98,6 +103,47 @@ static void *whoami(void *arg)
     return NULL;
 }
 
+/* Where a fiber's first frame lies, below its stack's top, and how much stack is below it. */
+struct where {
+    uintptr_t page_offset;
+    size_t below;
+};
+
+static void *where_am_i(void *arg)
+{
+    struct where *w = arg;
+    vms_stack st;
+    char here;
+
+    CHECK_EQ(vms_fiber_stack(vms_fiber_current(), &st), 0);
+    w->page_offset = (uintptr_t)&here % (uintptr_t)sysconf(_SC_PAGESIZE);
+    w->below = (size_t)(&here - (char *)st.base);
+    return NULL;
+}
+
+static void colouring(void)
+{
+    enum { N = 32, ASKED = 32 << 10 };
+    const vms_fiber_opts o = { .stack_size = ASKED };
+    struct where w[N];
+    vms_fiber f[N];
+    int distinct = 0;
+
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(vms_fiber_spawn(&f[i], where_am_i, &w[i], &o), 0);
+    CHECK_EQ(vms_run(), 0);
+    for (int i = 0; i < N; i++) {
+        int seen = 0;
+        CHECK_EQ(vms_fiber_join(f[i], NULL), 0);
+        CHECK(w[i].below >= ASKED - 256); /* all that was asked, less this function's own frame */
+        for (int j = 0; j < i; j++)
+            seen |= w[j].page_offset == w[i].page_offset;
+        distinct += !seen;
+    }
+    /* Live at once, the 32 stacks are 32 slots: each its own colour. */
+    CHECK_EQ(distinct, N);
+}
+
 static void identity(void)
 {
     vms_fiber f, g;
@@ -148,7 +194,7 @@ static void recursion(void)
     CHECK_EQ(vms_fiber_spawn(&f, deep, (void *)(intptr_t)300, &o), 0);
     CHECK_EQ(vms_fiber_spawn(&other, deep, (void *)(intptr_t)300, &o), 0);
     CHECK_EQ(vms_fiber_stack(f, &stk), 0);
-    CHECK_EQ(stk.size, 512 << 10);
+    CHECK_EQ(stk.size, (512 << 10) + (size_t)sysconf(_SC_PAGESIZE)); /* one page for the colour */
     CHECK_EQ(vms_run(), 0);
     /* About 300 KiB of its 512 KiB were used, and counted. */
     CHECK(vms_stack_used(&stk) > 290 << 10);
@@ -160,6 +206,16 @@ static void recursion(void)
     CHECK_EQ((long)(intptr_t)st.result, expect);
 }
 
+/* The rounding mode in both units: the x87 control word (fegetround) and MXCSR (SSE). */
+static void check_mode(int mode)
+{
+    uint32_t mxcsr;
+
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+    CHECK_EQ(fegetround(), mode);
+    CHECK_EQ((mxcsr >> 3) & 0xc00, (uint32_t)mode); /* RC bits 13-14 in fenv's encoding */
+}
+
 /* A fiber sets its own rounding mode; the other contexts keep theirs. */
 static void *rounding(void *arg)
 {
@@ -168,22 +224,36 @@ static void *rounding(void *arg)
     fesetround(mode);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(vms_yield(), 0);
-        CHECK_EQ(fegetround(), mode);
+        check_mode(mode);
+    }
+    return NULL;
+}
+
+/* Never changes the mode: sees its spawner's (the main context's) throughout. */
+static void *plain_mode(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 4; i++) {
+        check_mode(FE_TONEAREST);
+        CHECK_EQ(vms_yield(), 0);
     }
     return NULL;
 }
 
 static void fp_state(void)
 {
-    vms_fiber a, b;
+    vms_fiber a, b, c;
 
-    CHECK_EQ(fegetround(), FE_TONEAREST);
+    check_mode(FE_TONEAREST);
     CHECK_EQ(vms_fiber_spawn(&a, rounding, (void *)(intptr_t)FE_DOWNWARD, NULL), 0);
     CHECK_EQ(vms_fiber_spawn(&b, rounding, (void *)(intptr_t)FE_UPWARD, NULL), 0);
+    /* Started by the first switch from b, whose mode is upward by then. */
+    CHECK_EQ(vms_fiber_spawn(&c, plain_mode, NULL, NULL), 0);
     CHECK_EQ(vms_run(), 0);
-    CHECK_EQ(fegetround(), FE_TONEAREST);
+    check_mode(FE_TONEAREST);
     CHECK_EQ(vms_fiber_join(a, NULL), 0);
     CHECK_EQ(vms_fiber_join(b, NULL), 0);
+    CHECK_EQ(vms_fiber_join(c, NULL), 0);
 }
 
 int main(void)
@@ -193,6 +263,7 @@ int main(void)
     interleaving();
     spawning();
     identity();
+    colouring();
     recursion();
     fp_state();
     vms_sched_stats_get(&s);

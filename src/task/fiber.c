@@ -74,6 +74,7 @@ struct vms_sched {
     uint64_t next_id, id_end;           /* this thread's block of fiber ids */
     struct vms_region *region;          /* of the last spawn's stack size... */
     size_t region_size;                 /* ...that size as asked (0: the default) */
+    bool colour;                        /* the region has a page more than asked, for colours */
     bool ready;                         /* vms__thread_ready() done: the thread can report an overflow */
     bool valgrind;
     vms_sched_stats stats;
@@ -355,7 +356,7 @@ static void set_name(char *dst, const char *src)
 }
 
 static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
-                  void *(*fn)(void *), void *arg, const vms_fiber_opts *opts, bool canary)
+                  void *(*fn)(void *), void *arg, const vms_fiber_opts *opts, size_t colour, bool canary)
 {
     uint64_t id = new_id(s);
     vms_fiber_hook start_hook;
@@ -365,7 +366,7 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
     f->sp = NULL;
     f->base = base;
     f->size = size;
-    f->top = (char *)base + size;
+    f->top = (char *)base + size - colour;
     f->fn = fn;
     f->arg = arg;
     f->joiner = NULL;
@@ -398,18 +399,43 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
 
 static const vms_fiber_opts no_opts;
 
+/*
+ * Stack colouring.  Every stack top has the same address modulo the page
+ * size, so in a ring of fibers all first frames would fall into one set of
+ * the L1 cache and evict one another.  A fiber's first frame starts
+ * (slot % COLOURS) * 64 bytes below its stack's top instead; the colour is
+ * taken from one page that fibers' stacks get beyond what was asked, so the
+ * usable stack never shrinks below the request.
+ */
+#define COLOURS 32u
+#define COLOUR_STEP 64u
+
+/* The region for fibers of stack size `size` as asked (0: the default), with its colour page when it fits. */
+static int region_get(struct vms_sched *s, size_t size)
+{
+    size_t want;
+    int rc;
+    struct vms_region *r;
+
+    if ((rc = vms__ensure_init()))
+        return rc;
+    want = size ? size : vms__g.cfg.stack_size;
+    /* A size vms_stack_alloc refuses gets its error message as asked. */
+    s->colour = want % vms__g.page == 0 && want >= VMS_MIN_STACK && want < VMS_MAX_STACK;
+    if (!(r = vms__region_for(s->colour ? want + vms__g.page : want, &rc)))
+        return rc;
+    s->region = r;
+    s->region_size = size;
+    return 0;
+}
+
 /* vms_stack_alloc, less what a thread's scheduler needs to do only once, or once per stack size. */
 static int stack_get(struct vms_sched *s, vms_stack *st, size_t size)
 {
     int rc = 0;
 
-    if (__builtin_expect(!s->region || s->region_size != size, 0)) {
-        struct vms_region *r = vms__region_for(size, &rc);
-        if (!r)
-            return rc;
-        s->region = r;
-        s->region_size = size;
-    }
+    if (__builtin_expect(!s->region || s->region_size != size, 0) && (rc = region_get(s, size)))
+        return rc;
     if (__builtin_expect(!s->ready, 0)) {
         /* The spawning thread gets the overflow handler and its alternate stack. */
         if ((rc = vms__thread_ready()))
@@ -443,7 +469,8 @@ int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fibe
     if (s->valgrind && !f->vg_id)
         f->vg_id = vms__san_stack_register(st.base, st.size);
     /* The guard below catches an overflow first: no canary, no second page touched. */
-    start(s, f, &slot->task, st.base, st.size, fn, arg, opts, vms__g.mode == VMS_GUARD_NONE);
+    start(s, f, &slot->task, st.base, st.size, fn, arg, opts,
+          s->colour ? (st.id % COLOURS) * COLOUR_STEP : 0, vms__g.mode == VMS_GUARD_NONE);
     if (h)
         *h = (vms_fiber){ .id = atomic_load_explicit(&f->id, memory_order_relaxed), .ref = f->ref };
     return 0;
@@ -459,7 +486,9 @@ int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base
     f->owns_stack = false;
     f->ref = VMS_FIBER_NOREF;
     f->vg_id = s->valgrind ? vms__san_stack_register(base, size) : 0;
-    start(s, f, task, base, size, fn, arg, opts ? opts : &no_opts, true);
+    /* The canary where no guard is below: a foreign stack, or guards off. */
+    start(s, f, task, base, size, fn, arg, opts ? opts : &no_opts, 0,
+          vms__g.mode == VMS_GUARD_NONE || !vms_on_stack(base, NULL));
     return 0;
 }
 

@@ -78,8 +78,9 @@ _Noreturn void vms__fiber_kill_current(int status);
 struct vms_fiber_desc *vms__fiber_current(void);
 
 /*
- * fiber.c: fibers on stacks vmstack did not allocate, for the benchmarks'
- * baselines (same scheduler and switch, other stack).  f and task are the
+ * fiber.c: fibers on stacks vmstack did not allocate, or on a bare vmstack
+ * stack without colour, for the benchmarks' baselines (same scheduler and
+ * switch, other stack; a canary unless a guard lies below).  f and task are the
  * caller's and must stay put until vms__fiber_wait returned; the handle of
  * such a fiber has ref VMS_FIBER_NOREF and is not accepted by the public
  * calls.  vms__fiber_wait is vms_fiber_join without freeing the stack.

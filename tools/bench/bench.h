@@ -148,6 +148,7 @@ int bench_trace(void);
 int bench_cache(void);
 int bench_scale(void);
 int bench_tlb(void);
+int bench_ring(void);
 int bench_peers(void); /* bench_peers.c, with Boost.Context's side in peers_boost.cpp */
 
 #endif
