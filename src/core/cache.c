@@ -410,10 +410,13 @@ static bool tcache_room(struct vms_region *r)
  * freeing the same handle at the same instant could both pass the check
  * (documented in vmstack.h); anywhere else the mark is a compare-and-swap.
  */
+static void companion_free(uint64_t c);
+
 static int stack_put(struct vms_region *r, uint32_t idx, const vms_stack *st)
 {
     struct vms_slot *s = &r->slots[idx];
     uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE, freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
+    uint64_t companion = s->task.companion;
 
     if (tcache_room(r)) {
         if (atomic_load_explicit(&s->state, memory_order_relaxed) != live)
@@ -421,16 +424,31 @@ static int stack_put(struct vms_region *r, uint32_t idx, const vms_stack *st)
         atomic_store_explicit(&s->state, freed, memory_order_release);
         slot_clear(s, st);
         tcache_put(r, idx);
-        return 0;
+    } else {
+        if (!atomic_compare_exchange_strong_explicit(&s->state, &live, freed, memory_order_acq_rel,
+                                                     memory_order_relaxed))
+            goto already;
+        slot_clear(s, st);
+        if (!cache_put(r, idx))
+            pool_put(r, idx);
     }
-    if (!atomic_compare_exchange_strong_explicit(&s->state, &live, freed, memory_order_acq_rel, memory_order_relaxed))
-        goto already;
-    slot_clear(s, st);
-    if (!cache_put(r, idx))
-        pool_put(r, idx);
+    if (companion)
+        companion_free(companion);
     return 0;
 already:
     return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base, st->id);
+}
+
+static void companion_free(uint64_t c)
+{
+    vms_stack st = { .id = (uint32_t)(c >> 32), .gen = (uint32_t)c };
+    struct vms_region *r = region_of_id(st.id);
+    uint32_t idx = st.id & ((1u << VMS_SLOT_BITS) - 1);
+
+    st.base = r->slots[idx].base;
+    st.size = r->stack_size;
+    st.guard_size = r->guard_size;
+    stack_put(r, idx, &st);
 }
 
 void vms__stack_give(vms_stack *st)

@@ -32,10 +32,16 @@ enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TAS
 
 struct vms_task {
     int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack */
-    uint64_t id;              /* fiber id, or thread id (tid) */
+    uint64_t id;              /* fiber id, or thread id (tid; 0 until the fault handler needs it) */
     char name[32];
     void *start;              /* the task's start routine, for reports */
     void *owner;              /* the thread's record in libvmstack-preload.so */
+    /*
+     * A stack freed together with this one, as id << 32 | gen (0: none): a
+     * thread's alternate signal stack, which may be freed only once the
+     * kernel is done with the thread, as its stack is.
+     */
+    uint64_t companion;
 };
 
 /*
@@ -182,8 +188,5 @@ static inline int vms__thread_ready(void)
 {
     return vms__thread_ready_hook ? vms__thread_ready_hook() : 0;
 }
-
-/* os.c: the calling thread's tid, asked of the kernel once per thread (and again after fork). */
-pid_t vms__os_tid(void);
 
 #endif

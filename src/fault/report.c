@@ -144,9 +144,14 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
     case VMS_TASK_THREAD:
         vms__sb_str(b, "thread '");
         put_name(b, t->name, sizeof t->name);
-        vms__sb_str(b, "' (tid ");
-        vms__sb_dec(b, t->id);
-        vms__sb_str(b, ")");
+        /* A thread's tid is looked up only on the thread itself (fault.c): unknown from another one. */
+        if (t->id) {
+            vms__sb_str(b, "' (tid ");
+            vms__sb_dec(b, t->id);
+            vms__sb_str(b, ")");
+        } else {
+            vms__sb_str(b, "' (tid unknown)");
+        }
         break;
     case VMS_TASK_ALTSTACK:
         vms__sb_str(b, "the alternate signal stack of tid ");

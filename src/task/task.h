@@ -107,7 +107,7 @@ void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, cons
  * interposes them and points these past itself (dlsym RTLD_NEXT).
  * vms__thread_start_on creates a thread on st (which the caller keeps on
  * failure), fills its task record and puts a detached thread on the reap
- * list; entry must call vms__thread_begin(task) first in the new thread.
+ * list; entry must call vms__thread_begin() first in the new thread.
  * vms__thread_join joins with join and frees a vmstack stack;
  * vms__thread_reap frees the stacks of finished detached threads.
  * vms__thread_release frees a finished thread's stack, after calling
@@ -124,7 +124,7 @@ struct vms_pthread_fns {
 extern struct vms_pthread_fns vms__pthread;
 int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st, void *(*entry)(void *),
                          void *arg, const char *name, void *start);
-void vms__thread_begin(struct vms_task *task);
+void vms__thread_begin(void);
 int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **));
 void vms__thread_reap(void);
 void vms__thread_release(vms_stack *st);
