@@ -40,6 +40,8 @@ if "run: skipped in a sanitizer build" not in table:
 if "peers: skipped" not in table:
     nums(d["peers"]["spawn_ns"], ("boost_fixedsize", "boost_pooled", "boost_protected", "vmstack"))
     nums(d["peers"]["switch_ns"], ("boost_fcontext", "vmstack_yield"))
+for series in ("on", "off"):
+    nums(d["cache_burst_ns"][series], ("8", "32", "128"))
 for series in ("coloured", "plain"):
     nums(d["ring_ns"][series], ("2", "16", "64", "512"))
 s = d["scale"]

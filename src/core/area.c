@@ -74,9 +74,9 @@ static int region_create(size_t stack_size, struct vms_region **out)
         return vms__fail(ENOMEM, "out of memory for the descriptor of a stack region");
     set_geometry(r, stack_size);
     r->index = n;
-    /* A cache line per CPU at least, so CPUs do not share cache entries' lines. */
-    r->cache_stride = (vms__g.cfg.cache + 15u) & ~15u;
-    cache_bytes = (size_t)vms__g.ncpu * (r->cache_stride ? r->cache_stride : 1) * sizeof(uint32_t);
+    /* Whole cache lines per CPU, so CPUs do not share a magazine's lines. */
+    r->cache_stride = vms__magazine_bytes(vms__g.cfg.cache);
+    cache_bytes = (size_t)vms__g.ncpu * r->cache_stride;
     r->base = vms__os_reserve(r->reserve);
     r->slots = vms__os_alloc((size_t)r->max_slots * sizeof(struct vms_slot));
     r->cache = vms__os_alloc(cache_bytes);

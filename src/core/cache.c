@@ -1,10 +1,15 @@
 /*
  * Handing stacks out and taking them back: per-CPU caches in front of a
  * global pool per region, as Linus asked for in front of vmalloc'd kernel
- * stacks.  The fast path is the kernel's this_cpu_xchg: an atomic exchange
- * on an entry of this CPU's cache line, no lock, no syscall, and the stack
- * is still warm.  Migration between sched_getcpu() and the exchange only
- * means touching another CPU's line; the exchange keeps it correct.
+ * stacks.  Each CPU's cache is a magazine (after Bonwick's slab
+ * allocator): a count and a stack of slot numbers on cache lines of their
+ * own, behind a one-word lock that only threads on that CPU take (and one
+ * that migrated meanwhile, which is why there is a lock at all).  A hit is
+ * one exchange, one store and the count; a miss refills half a magazine
+ * from the pool under one hold of the pool's lock, and a full magazine
+ * flushes half of itself the same way, so that the pool's lock is taken
+ * once per batch, not once per stack.  A magazine found locked is skipped
+ * for the pool: nobody ever waits for a per-CPU lock.
  *
  * In front of the per-CPU caches sits a tiny per-thread cache (two stacks
  * per size): a thread that spawns and ends tasks in turn reuses its own
@@ -134,45 +139,84 @@ static size_t tcache_count(void)
     return n;
 }
 
-static _Atomic uint32_t *this_cpu_cache(struct vms_region *r)
+/* One CPU's cache: lock, count, and up to cfg.cache slot numbers (valid below n, under the lock). */
+struct vms_magazine {
+    _Atomic uint32_t lock;
+    _Atomic uint32_t n;       /* atomic only so that statistics may read it */
+    uint32_t slot[];
+};
+
+size_t vms__magazine_bytes(unsigned entries)
+{
+    return (sizeof(struct vms_magazine) + entries * sizeof(uint32_t) + 63) & ~(size_t)63;
+}
+
+static struct vms_magazine *magazine(struct vms_region *r, unsigned cpu)
+{
+    return (struct vms_magazine *)(void *)((char *)r->cache + (size_t)cpu * r->cache_stride);
+}
+
+static struct vms_magazine *this_cpu_magazine(struct vms_region *r)
 {
     int cpu = sched_getcpu();
 
-    if (cpu < 0)
-        cpu = 0;
-    return r->cache + (size_t)((unsigned)cpu % vms__g.ncpu) * r->cache_stride;
+    return magazine(r, (unsigned)(cpu < 0 ? 0 : cpu) % vms__g.ncpu);
 }
+
+static bool mag_trylock(struct vms_magazine *m)
+{
+    return !atomic_load_explicit(&m->lock, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&m->lock, 1, memory_order_acquire);
+}
+
+static void mag_unlock(struct vms_magazine *m)
+{
+    atomic_store_explicit(&m->lock, 0, memory_order_release);
+}
+
+/* Half a magazine, at least one stack: what a refill takes and a flush gives. */
+static uint32_t batch_size(void)
+{
+    return vms__g.cfg.cache / 2 ? vms__g.cfg.cache / 2 : 1;
+}
+
+static uint32_t pool_take_batch(struct vms_region *r, uint32_t *idx, uint32_t n);
+static void pool_put_batch(struct vms_region *r, const uint32_t *idx, uint32_t n);
 
 static bool cache_take(struct vms_region *r, uint32_t *idx)
 {
-    _Atomic uint32_t *c = this_cpu_cache(r);
+    struct vms_magazine *m;
+    uint32_t n;
+    bool ok;
 
-    for (unsigned i = 0; i < vms__g.cfg.cache; i++) {
-        uint32_t v;
-        /* A plain load first: an exchange on an empty entry costs as much as a full one. */
-        if (!atomic_load_explicit(&c[i], memory_order_relaxed))
-            continue;
-        v = atomic_exchange_explicit(&c[i], 0, memory_order_acquire);
-        if (v) {
-            *idx = v - 1;
-            return true;
-        }
-    }
-    return false;
+    if (!vms__g.cfg.cache || !mag_trylock(m = this_cpu_magazine(r)))
+        return false;
+    n = atomic_load_explicit(&m->n, memory_order_relaxed);
+    if (n == 0)
+        n = pool_take_batch(r, m->slot, batch_size());
+    if ((ok = n != 0))
+        *idx = m->slot[--n];
+    atomic_store_explicit(&m->n, n, memory_order_relaxed);
+    mag_unlock(m);
+    return ok;
 }
 
 static bool cache_put(struct vms_region *r, uint32_t idx)
 {
-    _Atomic uint32_t *c = this_cpu_cache(r);
+    struct vms_magazine *m;
+    uint32_t n;
 
-    for (unsigned i = 0; i < vms__g.cfg.cache; i++) {
-        uint32_t empty = 0;
-        if (!atomic_load_explicit(&c[i], memory_order_relaxed) &&
-            atomic_compare_exchange_strong_explicit(&c[i], &empty, idx + 1, memory_order_release,
-                                                    memory_order_relaxed))
-            return true;
+    if (!vms__g.cfg.cache || !mag_trylock(m = this_cpu_magazine(r)))
+        return false;
+    n = atomic_load_explicit(&m->n, memory_order_relaxed);
+    if (n == vms__g.cfg.cache) {
+        n -= batch_size();
+        pool_put_batch(r, m->slot + n, batch_size());
     }
-    return false;
+    m->slot[n++] = idx;
+    atomic_store_explicit(&m->n, n, memory_order_relaxed);
+    mag_unlock(m);
+    return true;
 }
 
 /* ---- pool lists, all under r->lock; links are slot index + 1 ---- */
@@ -276,20 +320,22 @@ static unsigned long release_excess(struct vms_region *r, uint32_t keep)
     return total;
 }
 
-/* Takes a stack from any CPU's cache: before growing, stranded stacks are used. */
+/* Takes a stack from any CPU's magazine: before growing, stranded stacks are used. */
 static bool steal_cached(struct vms_region *r, uint32_t *idx)
 {
-    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
-
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v;
-        if (!atomic_load_explicit(&r->cache[i], memory_order_relaxed))
+    for (unsigned cpu = 0; vms__g.cfg.cache && cpu < vms__g.ncpu; cpu++) {
+        struct vms_magazine *m = magazine(r, cpu);
+        uint32_t n;
+        bool got;
+        if (!atomic_load_explicit(&m->n, memory_order_relaxed) || !mag_trylock(m))
             continue;
-        v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
-        if (v) {
-            *idx = v - 1;
+        n = atomic_load_explicit(&m->n, memory_order_relaxed);
+        if ((got = n != 0))
+            *idx = m->slot[--n];
+        atomic_store_explicit(&m->n, n, memory_order_relaxed);
+        mag_unlock(m);
+        if (got)
             return true;
-        }
     }
     return false;
 }
@@ -333,6 +379,28 @@ static void pool_put(struct vms_region *r, uint32_t idx)
     pthread_mutex_lock(&r->lock);
     warm_push(r, idx);
     /* Batched: only once the excess is a whole batch. */
+    if (r->warm_n >= vms__g.cfg.pool + VMS_RELEASE_BATCH)
+        release_excess(r, vms__g.cfg.pool);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Up to n warm (or cold, or fresh) stacks under one hold of the pool's lock; how many. */
+static uint32_t pool_take_batch(struct vms_region *r, uint32_t *idx, uint32_t n)
+{
+    uint32_t got = 0;
+
+    pthread_mutex_lock(&r->lock);
+    while (got < n && pool_pop(r, &idx[got]))
+        got++;
+    pthread_mutex_unlock(&r->lock);
+    return got;
+}
+
+static void pool_put_batch(struct vms_region *r, const uint32_t *idx, uint32_t n)
+{
+    pthread_mutex_lock(&r->lock);
+    for (uint32_t i = 0; i < n; i++)
+        warm_push(r, idx[i]);
     if (r->warm_n >= vms__g.cfg.pool + VMS_RELEASE_BATCH)
         release_excess(r, vms__g.cfg.pool);
     pthread_mutex_unlock(&r->lock);
@@ -468,18 +536,16 @@ int vms_stack_free(vms_stack *st)
     return stack_put(r, idx, st);
 }
 
-/* Empties every CPU's cache of a region into its pool. */
+/* Empties every CPU's magazine of a region into its pool (waits for a magazine in use). */
 static void drain_caches(struct vms_region *r)
 {
-    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
-
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
-        if (v) {
-            pthread_mutex_lock(&r->lock);
-            warm_push(r, v - 1);
-            pthread_mutex_unlock(&r->lock);
-        }
+    for (unsigned cpu = 0; vms__g.cfg.cache && cpu < vms__g.ncpu; cpu++) {
+        struct vms_magazine *m = magazine(r, cpu);
+        while (!mag_trylock(m))
+            sched_yield();
+        pool_put_batch(r, m->slot, atomic_load_explicit(&m->n, memory_order_relaxed));
+        atomic_store_explicit(&m->n, 0, memory_order_relaxed);
+        mag_unlock(m);
     }
 }
 
@@ -509,10 +575,10 @@ void vms_stats_get(vms_stats *s)
     s->cached = tcache_count();
     for (unsigned i = 0; i < n; i++) {
         struct vms_region *r = vms__g.regions[i];
-        size_t cached = 0, entries = (size_t)vms__g.ncpu * r->cache_stride;
+        size_t cached = 0;
 
-        for (size_t e = 0; e < entries; e++)
-            cached += atomic_load_explicit(&r->cache[e], memory_order_relaxed) != 0;
+        for (unsigned cpu = 0; vms__g.cfg.cache && cpu < vms__g.ncpu; cpu++)
+            cached += atomic_load_explicit(&magazine(r, cpu)->n, memory_order_relaxed);
         pthread_mutex_lock(&r->lock);
         s->cached += cached;
         s->pooled_warm += r->warm_n;

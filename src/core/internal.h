@@ -79,10 +79,11 @@ struct vms_region {
     struct vms_slot *slots;           /* descriptor table, max_slots entries */
     _Atomic uint32_t nchunks;         /* chunks mapped and guarded */
 
-    _Atomic uint32_t *cache;          /* ncpu rows of cache_stride entries: slot + 1 or 0 */
-    unsigned cache_stride;
+    struct vms_magazine *cache;       /* ncpu magazines, cache_stride bytes apart (cache.c) */
+    size_t cache_stride;
 
-    pthread_mutex_t lock;             /* protects everything below */
+    /* On a cache line of its own: the fields above are read on every allocation, by every CPU. */
+    _Alignas(64) pthread_mutex_t lock; /* protects everything below */
     uint32_t next_fresh, fresh_end;   /* never-used slots with guards installed */
     uint32_t taken;                   /* slots ever drawn from the fresh range */
     uint32_t warm_head, warm_tail, warm_n;  /* LIFO at head, trimmed from tail */
@@ -160,6 +161,9 @@ static inline struct vms_slot *vms__slot_of_id(uint32_t id)
 }
 /* The task record of a live stack (NULL for a stale or foreign handle). */
 struct vms_task *vms__task_of(const vms_stack *st);
+
+/* cache.c: bytes of one CPU's magazine of `entries` stacks, whole cache lines. */
+size_t vms__magazine_bytes(unsigned entries);
 
 /*
  * cache.c, the task layer's lean path: vms_stack_alloc from region r for a
