@@ -112,20 +112,6 @@ static void tcache_register(void)
     pthread_setspecific(tcache_key, &tcache);
 }
 
-static bool tcache_put(struct vms_region *r, uint32_t idx)
-{
-    _Atomic uint32_t *e = tcache.slot[r->index];
-
-    if (!tcache.registered)
-        tcache_register();
-    for (int i = 0; i < THREAD_CACHE; i++)
-        if (!atomic_load_explicit(&e[i], memory_order_relaxed)) {
-            atomic_store_explicit(&e[i], idx + 1, memory_order_relaxed);
-            return true;
-        }
-    return false;
-}
-
 static size_t tcache_count(void)
 {
     size_t n = 0;
@@ -459,8 +445,8 @@ static void slot_clear(struct vms_slot *s, const vms_stack *st)
     }
 }
 
-/* The calling thread's cache has room for one more stack of r. */
-static bool tcache_room(struct vms_region *r)
+/* The calling thread's free entry for a stack of r, or NULL when its cache is full. */
+static _Atomic uint32_t *tcache_room(struct vms_region *r)
 {
     _Atomic uint32_t *e = tcache.slot[r->index];
 
@@ -468,8 +454,8 @@ static bool tcache_room(struct vms_region *r)
         tcache_register();
     for (int i = 0; i < THREAD_CACHE; i++)
         if (!atomic_load_explicit(&e[i], memory_order_relaxed))
-            return true;
-    return false;
+            return &e[i];
+    return NULL;
 }
 
 /*
@@ -485,13 +471,14 @@ static int stack_put(struct vms_region *r, uint32_t idx, const vms_stack *st)
     struct vms_slot *s = &r->slots[idx];
     uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE, freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
     uint64_t companion = s->task.companion;
+    _Atomic uint32_t *room = tcache_room(r);
 
-    if (tcache_room(r)) {
+    if (room) {
         if (atomic_load_explicit(&s->state, memory_order_relaxed) != live)
             goto already;
         atomic_store_explicit(&s->state, freed, memory_order_release);
         slot_clear(s, st);
-        tcache_put(r, idx);
+        atomic_store_explicit(room, idx + 1, memory_order_relaxed);
     } else {
         if (!atomic_compare_exchange_strong_explicit(&s->state, &live, freed, memory_order_acq_rel,
                                                      memory_order_relaxed))

@@ -460,7 +460,7 @@ int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fibe
                          !fn ? "no function to run" : "no place for the handle of a joinable fiber");
     if ((rc = stack_get(s, &st, opts->stack_size)))
         return rc;
-    slot = vms__slot_of_id(st.id);
+    slot = &s->region->slots[st.id & ((1u << VMS_SLOT_BITS) - 1)];
     f = vms__slot_fiber(slot);
     f->stack = st;
     f->owns_stack = true;
