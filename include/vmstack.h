@@ -349,7 +349,10 @@ VMS_API void vms_sched_stats_get(vms_sched_stats *st);
  * -EINVAL.  name (may be NULL; at most 15 characters reach the kernel) is
  * the thread's name for overflow reports and the kernel's comm.  The
  * thread gets an alternate signal stack, so that an overflow is reported
- * (thread name, tid, start routine) before the process dies by SIGSEGV.
+ * (thread name, tid, start routine) before the process dies by SIGSEGV;
+ * it is freed with the thread's stack, and the tid is asked of the kernel
+ * only when a report needs it, so a create + join costs the system calls
+ * of a plain pthread_create + join.
  * glibc keeps the thread's descriptor and static TLS at the top of the
  * stack, as on stacks it maps itself.  Returns 0, or a negative errno:
  * those of vms_stack_alloc, or pthread_create's (e.g. -EAGAIN).
