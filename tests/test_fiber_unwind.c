@@ -4,7 +4,9 @@
  * unwinding, and a walk of the frame-pointer chain all reach the launch
  * stub at the base of the fiber's stack and end there without an error,
  * never reading past the stack's top.  Checked in a fiber started from the
- * thread's own stack, and in one started by a fiber that just ended.
+ * thread's own stack, and in one started by a fiber that just ended; and
+ * in a thread on a vmstack stack, where glibc's thread start is the
+ * outermost frame.
  */
 #include "check.h"
 #include "task/task.h"
@@ -22,16 +24,16 @@ static int in_launch(uintptr_t ip)
     return ip > (uintptr_t)vms__fiber_launch && ip < (uintptr_t)vms__fiber_launch + 256;
 }
 
-static __attribute__((noinline)) void check_glibc(void)
+static __attribute__((noinline)) void check_glibc(int fiber)
 {
     void *ips[MAX_FRAMES];
     int n = backtrace(ips, MAX_FRAMES);
 
     CHECK(n > 2 && n < MAX_FRAMES);
-    CHECK(in_launch((uintptr_t)ips[n - 1]));
+    CHECK(!fiber || in_launch((uintptr_t)ips[n - 1]));
 }
 
-static __attribute__((noinline)) void check_libunwind(void)
+static __attribute__((noinline)) void check_libunwind(int fiber)
 {
     unw_context_t uc;
     unw_cursor_t c;
@@ -45,7 +47,7 @@ static __attribute__((noinline)) void check_libunwind(void)
         n++;
     } while ((rc = unw_step(&c)) > 0 && n < MAX_FRAMES);
     CHECK_EQ(rc, 0); /* the end, not an error */
-    CHECK(in_launch((uintptr_t)ip));
+    CHECK(!fiber || in_launch((uintptr_t)ip));
 }
 
 /* Saved frame pointers lead up the fiber's stack to a zero, inside the stack. */
@@ -64,9 +66,16 @@ static __attribute__((noinline)) void check_frame_pointers(void)
 
 static void *unwind_here(void *arg)
 {
-    check_glibc();
-    check_libunwind();
+    check_glibc(1);
+    check_libunwind(1);
     check_frame_pointers();
+    return arg;
+}
+
+static void *unwind_in_thread(void *arg)
+{
+    check_glibc(0);
+    check_libunwind(0);
     return arg;
 }
 
@@ -74,6 +83,16 @@ static void *unwind_here(void *arg)
 static void *quick(void *arg)
 {
     return arg;
+}
+
+static void in_thread(void)
+{
+    pthread_t t;
+    void *ret;
+
+    CHECK_EQ(vms_thread_create(&t, NULL, unwind_in_thread, (void *)4, "unwinder"), 0);
+    CHECK_EQ(vms_thread_join(t, &ret), 0);
+    CHECK_EQ((intptr_t)ret, 4);
 }
 
 int main(void)
@@ -90,6 +109,7 @@ int main(void)
     CHECK_EQ(vms_fiber_join(a, &st), 0);
     CHECK_EQ(vms_fiber_join(b, &st), 0);
     CHECK_EQ((intptr_t)st.result, 3);
+    in_thread();
     printf("ok\n");
     return 0;
 }
