@@ -241,7 +241,9 @@ typedef struct vms_fiber_opts {
     size_t stack_size;  /* usable stack bytes, at least; 0: the configured default (64 KiB).
                            The stack gets one page more, from which its start is offset by
                            up to 2 KiB ("colour"), so that the tops of many fibers' stacks
-                           do not all compete for one set of the L1 cache */
+                           do not all compete for one set of the L1 cache; not in the
+                           mprotect guard mode, where the other region's guards would
+                           cost VMAs */
     int detached;       /* nonzero: never joined; its stack is freed as it ends */
 } vms_fiber_opts;
 

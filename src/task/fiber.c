@@ -405,7 +405,10 @@ static const vms_fiber_opts no_opts;
  * the L1 cache and evict one another.  A fiber's first frame starts
  * (slot % COLOURS) * 64 bytes below its stack's top instead; the colour is
  * taken from one page that fibers' stacks get beyond what was asked, so the
- * usable stack never shrinks below the request.
+ * usable stack never shrinks below the request.  Not in the mprotect
+ * mode: there fibers share the region of bare stacks of their size, since
+ * the guards of another region's chunks would cost VMAs, which that mode
+ * runs out of first.
  */
 #define COLOURS 32u
 #define COLOUR_STEP 64u
@@ -421,7 +424,8 @@ static int region_get(struct vms_sched *s, size_t size)
         return rc;
     want = size ? size : vms__g.cfg.stack_size;
     /* A size vms_stack_alloc refuses gets its error message as asked. */
-    s->colour = want % vms__g.page == 0 && want >= VMS_MIN_STACK && want < VMS_MAX_STACK;
+    s->colour = vms__g.mode != VMS_GUARD_MPROTECT && want % vms__g.page == 0 && want >= VMS_MIN_STACK &&
+                want < VMS_MAX_STACK;
     if (!(r = vms__region_for(s->colour ? want + vms__g.page : want, &rc)))
         return rc;
     s->region = r;
