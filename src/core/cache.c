@@ -36,7 +36,7 @@
  */
 #define THREAD_CACHE 2
 struct thread_cache {
-    _Atomic uint32_t slot[VMS_MAX_SIZES][THREAD_CACHE]; /* slot + 1, or 0 */
+    _Atomic uint32_t slot[VMS_MAX_REGIONS][THREAD_CACHE]; /* slot + 1, or 0 */
     struct thread_cache *next, *prev;
     bool registered;
 };
@@ -118,7 +118,7 @@ static size_t tcache_count(void)
 
     pthread_mutex_lock(&tcache_lock);
     for (struct thread_cache *t = tcache_list; t; t = t->next)
-        for (int ri = 0; ri < VMS_MAX_SIZES; ri++)
+        for (unsigned ri = 0; ri < VMS_MAX_REGIONS; ri++)
             for (int i = 0; i < THREAD_CACHE; i++)
                 n += atomic_load_explicit(&t->slot[ri][i], memory_order_relaxed) != 0;
     pthread_mutex_unlock(&tcache_lock);
@@ -422,10 +422,10 @@ int vms__stack_take(struct vms_region *r, vms_stack *st)
     return 0;
 }
 
-int vms_stack_alloc(vms_stack *st, size_t size)
+int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
 {
     int err = 0;
-    struct vms_region *r = vms__region_for(size, &err);
+    struct vms_region *r = vms__region_for(size, guard, &err);
 
     if (!r)
         return err;
@@ -503,12 +503,19 @@ static void companion_free(uint64_t c)
     st.base = r->slots[idx].base;
     st.size = r->stack_size;
     st.guard_size = r->guard_size;
+    if (r->slots[idx].task.kind == VMS_TASK_ALTSTACK)
+        atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
     stack_put(r, idx, &st);
 }
 
 void vms__stack_give(vms_stack *st)
 {
     stack_put(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st);
+}
+
+int vms_stack_alloc(vms_stack *st, size_t size)
+{
+    return vms__stack_alloc(st, size, 0);
 }
 
 int vms_stack_free(vms_stack *st)
@@ -579,5 +586,6 @@ void vms_stats_get(vms_stats *s)
         s->release_calls += r->release_calls;
         pthread_mutex_unlock(&r->lock);
     }
-    s->live -= s->cached;
+    s->altstacks = (size_t)atomic_load_explicit(&vms__g.altstacks, memory_order_relaxed);
+    s->live -= s->cached + s->altstacks;
 }

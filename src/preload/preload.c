@@ -86,6 +86,7 @@ static void read_options(void)
     const char *v;
 
     vms__run_opts.stack_size = env_size("VMSTACK_RUN_STACK_SIZE");
+    vms__run_opts.guard_size = env_size("VMSTACK_RUN_GUARD_SIZE");
     vms__run_opts.json = (v = getenv("VMSTACK_RUN_JSON")) && !strcmp(v, "1");
     vms__run_opts.output = (v = getenv("VMSTACK_RUN_OUTPUT")) && *v ? v : NULL;
     vms__run_opts.report_signal = (v = getenv("VMSTACK_RUN_REPORT_SIGNAL")) ? atoi(v) : 0;
@@ -215,7 +216,7 @@ static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthr
 {
     int rc;
 
-    if (vms_stack_alloc(&t->st, stack_size_for(attr)))
+    if (vms__stack_alloc(&t->st, stack_size_for(attr), vms__run_opts.guard_size))
         return EINVAL;
     t->lo = t->st.base;
     t->hi = vms_stack_top(&t->st);
@@ -374,17 +375,21 @@ __attribute__((constructor)) static void preload_init(void)
      */
     vms__thread_ended = vms__run_released;
     /*
-     * Thread stacks get explicit sizes; the default size is only that of
-     * the alternate signal stacks.  Larger than the 64 KiB they need, so
+     * The alternate signal stacks are larger than the 64 KiB they need, so
      * that a chunk of their region is ~30 slots, not ~400 slots each
-     * guarded at start-up; only touched pages cost memory.
+     * guarded at start-up; only touched pages cost memory.  Thread stacks
+     * get explicit sizes and the run's guard.  The configuration itself is
+     * the one the program would get without 'vmstack run' (the defaults and
+     * its environment), and stays the program's to replace: a program
+     * linked with libvmstack calls this library, so its own vms_init must
+     * win, and its fibers must not get the run's sizes.
      */
-    cfg.stack_size = ALTSTACK_SIZE;
+    vms__g.altstack_size = ALTSTACK_SIZE;
     if (pthread_getattr_default_np(&a) == 0) {
         pthread_attr_getstacksize(&a, &default_stack);
         pthread_attr_destroy(&a);
     }
-    if (vms_init(&cfg) || !default_stack || fault_init())
+    if (vms__init_provisional(&cfg) || !default_stack || fault_init())
         return; /* the program runs untouched */
     main_thread_register();
     if (vms__run_opts.report_signal)

@@ -404,8 +404,10 @@ static const vms_fiber_opts no_opts;
  * size, so in a ring of fibers all first frames would fall into one set of
  * the L1 cache and evict one another.  A fiber's first frame starts
  * (slot % COLOURS) * 64 bytes below its stack's top instead; the colour is
- * taken from one page that fibers' stacks get beyond what was asked, so the
- * usable stack never shrinks below the request.  Not in the mprotect
+ * taken from the slack of the stack's size class, and fibers ask for 2 KiB
+ * more than their size to make sure there is some, so the usable stack
+ * never shrinks below the request (a 64 KiB fiber gets an 80 KiB class,
+ * which costs address space, not memory).  Not in the mprotect
  * mode: there fibers share the region of bare stacks of their size, since
  * the guards of another region's chunks would cost VMAs, which that mode
  * runs out of first.
@@ -416,6 +418,7 @@ static const vms_fiber_opts no_opts;
 /* The region for fibers of stack size `size` as asked (0: the default), with its colour page when it fits. */
 static int region_get(struct vms_sched *s, size_t size)
 {
+    const size_t room = COLOURS * COLOUR_STEP;
     size_t want;
     int rc;
     struct vms_region *r;
@@ -424,9 +427,8 @@ static int region_get(struct vms_sched *s, size_t size)
         return rc;
     want = size ? size : vms__g.cfg.stack_size;
     /* A size vms_stack_alloc refuses gets its error message as asked. */
-    s->colour = vms__g.mode != VMS_GUARD_MPROTECT && want % vms__g.page == 0 && want >= VMS_MIN_STACK &&
-                want < VMS_MAX_STACK;
-    if (!(r = vms__region_for(s->colour ? want + vms__g.page : want, &rc)))
+    s->colour = vms__g.mode != VMS_GUARD_MPROTECT && want <= VMS_MAX_STACK - room;
+    if (!(r = vms__region_for(s->colour ? want + room : want, 0, &rc)))
         return rc;
     s->region = r;
     s->region_size = size;

@@ -5,12 +5,13 @@
  * without colour the fibers' first frames all fall into one set of the L1
  * cache and evict one another as the ring turns; colour spreads them.
  * Both variants run on guarded vmstack stacks through the same scheduler:
- * coloured ones from vms_fiber_spawn (64 KiB asked, a page more for the
- * colour), plain ones as fibers were without colouring: 64 KiB stacks from
- * vms_stack_alloc, started at their very top (vms__fiber_start).  The
- * colour page also changes the distance between stacks (84 instead of 80
- * KiB with 16 KiB guards), which spreads their tops over more sets of the
- * larger caches, indexed by higher address bits: part of what colour buys.
+ * coloured ones from vms_fiber_spawn (64 KiB asked, 2 KiB more for the
+ * colour: an 80 KiB size class), plain ones as fibers were without
+ * colouring: 64 KiB stacks from vms_stack_alloc, started at their very top
+ * (vms__fiber_start).  The size class also changes the distance between
+ * stacks (96 instead of 80 KiB with 16 KiB guards), which spreads their
+ * tops over other sets of the larger caches, indexed by higher address
+ * bits: part of what colour buys.
  * Timed in CPU time of the thread, in interleaved rounds.
  */
 #include "bench.h"
