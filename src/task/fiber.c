@@ -415,7 +415,7 @@ static const vms_fiber_opts no_opts;
 #define COLOURS 32u
 #define COLOUR_STEP 64u
 
-/* The region for fibers of stack size `size` as asked (0: the default), with its colour page when it fits. */
+/* The region for fibers of stack size `size` as asked (0: the default), with room for colours when it fits. */
 static int region_get(struct vms_sched *s, size_t size)
 {
     const size_t room = COLOURS * COLOUR_STEP;
