@@ -174,7 +174,8 @@ static void identity(void)
     CHECK(f.id != g.id);
     CHECK(strcmp(vms_fiber_name(f), "a-name-longer-than-thirty-one-b") == 0);
     CHECK_EQ(vms_run(), 0);
-    /* A shallow fiber used little of its stack (its colour, up to 2 KiB, and a few frames): a canary at the bottom is not usage. */
+    /* A shallow fiber used little of its stack (its colour, up to 2 KiB, and a few frames): */
+    /* a canary at the bottom is not usage. */
     CHECK_EQ(vms_fiber_stack(f, &st), 0);
     CHECK(vms_stack_used(&st) > 0 && vms_stack_used(&st) < 8192);
     CHECK_EQ(vms_fiber_join(f, NULL), 0);
