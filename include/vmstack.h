@@ -182,7 +182,11 @@ VMS_API int vms_stack_alloc(vms_stack *st, size_t size);
  * Frees a stack; its handle becomes stale.  Returns 0, or:
  *   -EINVAL   st does not describe a vmstack stack (foreign pointer)
  *   -EALREADY the stack was already freed (double free or stale handle)
- * In both error cases nothing is changed.
+ * In both error cases nothing is changed.  A free into the calling thread's
+ * own small cache takes no locked instruction: the stack's state is checked
+ * and then marked by plain loads and stores.  A double free is caught, but
+ * two threads freeing the same stack at the same instant may both succeed
+ * (the stack is then handed out twice); other frees mark it atomically.
  */
 VMS_API int vms_stack_free(vms_stack *st);
 
@@ -268,7 +272,13 @@ typedef struct vms_fiber {
 /* Options of vms_fiber_spawn; NULL or all zero for the defaults. */
 typedef struct vms_fiber_opts {
     const char *name;   /* for reports; the first 31 bytes are kept; NULL: "fiber" */
-    size_t stack_size;  /* usable stack bytes, rounded up to a size class; 0: the configured default (64 KiB) */
+    size_t stack_size;  /* usable stack bytes, at least: rounded up to a size class; 0: the
+                           configured default (64 KiB).  The start is offset by up to 2 KiB
+                           ("colour"), so that the tops of many fibers' stacks do not all
+                           compete for one set of the L1 cache; the colour comes from the
+                           class's slack (2 KiB more is asked to make sure there is some;
+                           not in the mprotect guard mode, where the other region's guards
+                           would cost VMAs) */
     int detached;       /* nonzero: never joined; its stack is freed as it ends */
 } vms_fiber_opts;
 
@@ -455,7 +465,10 @@ VMS_API void vms_sched_stats_get(vms_sched_stats *st);
  * -EINVAL.  name (may be NULL; at most 15 characters reach the kernel) is
  * the thread's name for overflow reports and the kernel's comm.  The
  * thread gets an alternate signal stack, so that an overflow is reported
- * (thread name, tid, start routine) before the process dies by SIGSEGV.
+ * (thread name, tid, start routine) before the process dies by SIGSEGV;
+ * it is freed with the thread's stack, and the tid is asked of the kernel
+ * only when a report needs it, so a create + join costs the system calls
+ * of a plain pthread_create + join.
  * glibc keeps the thread's descriptor and static TLS at the top of the
  * stack, as on stacks it maps itself.  Returns 0, or a negative errno:
  * those of vms_stack_alloc, or pthread_create's (e.g. -EAGAIN).

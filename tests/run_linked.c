@@ -48,7 +48,8 @@ int main(int argc, char **argv)
     printf("config stack %zu guard %zu\n", cfg.stack_size, cfg.guard_size);
     if (vms_fiber_spawn(&f, nothing, NULL, NULL) || vms_fiber_stack(f, &st) || vms_fiber_join(f, NULL))
         return 1;
-    printf("fiber stack %zu guard %zu\n", st.size, st.guard_size);
+    /* A fiber's stack is its size class, with room for its colour: at least the configured size. */
+    printf("fiber stack at least %zu: %d, guard %zu\n", cfg.stack_size, st.size >= cfg.stack_size, st.guard_size);
     /* A thread made by pthread_create: on a vmstack stack that this program's vmstack knows. */
     if (pthread_create(&t, NULL, on_thread_stack, NULL) || pthread_join(t, &seen))
         return 1;

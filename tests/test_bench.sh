@@ -36,6 +36,14 @@ if "trace: skipped in a sanitizer build" not in table:
     nums(d, ("trace_overhead", "trace_startup_overhead"))
 if "run: skipped in a sanitizer build" not in table:
     nums(d, ("run_overhead", "run_overhead_cpu"))
+# peers needs Boost.Context; without it (or in a sanitizer build) the table says it was skipped.
+if "peers: skipped" not in table:
+    nums(d["peers"]["spawn_ns"], ("boost_fixedsize", "boost_pooled", "boost_protected", "vmstack"))
+    nums(d["peers"]["switch_ns"], ("boost_fcontext", "vmstack_yield"))
+for series in ("on", "off"):
+    nums(d["cache_burst_ns"][series], ("8", "32", "128"))
+for series in ("coloured", "plain"):
+    nums(d["ring_ns"][series], ("2", "16", "64", "512"))
 s = d["scale"]
 assert s["guard_mode"] in ("madvise", "mprotect"), s
 nums(s, ("live_stacks", "vmas_added", "rss_per_stack_bytes", "spawn_all_s", "spawn_all_cpu_s", "mprotect_ceiling"))

@@ -1,6 +1,8 @@
 /*
  * How fibers end and how they are joined: results; fibers joining fibers;
- * the canary kill with its report and kill hook; the fault handler's kill
+ * the canary kill with its report and kill hook where no guard is below a
+ * stack (run with VMSTACK_GUARD=none), and no canary page touched where a
+ * guard is; the fault handler's kill
  * (vms__fiber_kill_current reached by redirecting a signalled context, as
  * the overflow handler does) without leaking stacks; and every misuse
  * giving its error: stale, foreign, detached, self and double joins, yield
@@ -13,6 +15,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -109,6 +112,30 @@ static void canary(int at_yield)
     CHECK_EQ(hook_runs, 1);
     vms_stats_get(&after);
     CHECK_EQ(after.live, before.live);
+}
+
+/* A guarded fiber that used little stack has one resident page: no canary at the bottom. */
+static void *bottom_resident(void *arg)
+{
+    vms_stack st;
+    unsigned char vec;
+
+    (void)arg;
+    CHECK_EQ(vms_fiber_stack(vms_fiber_current(), &st), 0);
+    vms_yield();
+    CHECK_EQ(mincore(st.base, 1, &vec), 0);
+    return (void *)(intptr_t)(vec & 1);
+}
+
+static void no_canary_page(void)
+{
+    vms_fiber f;
+    vms_fiber_status st;
+
+    CHECK_EQ(vms_fiber_spawn(&f, bottom_resident, NULL, NULL), 0);
+    CHECK_EQ(vms_fiber_join(f, &st), 0);
+    CHECK_EQ(st.end, VMS_FIBER_RETURNED);
+    CHECK_EQ((intptr_t)st.result, 0);
 }
 
 /* ---- the fault handler's kill ---- */
@@ -287,9 +314,14 @@ static void deadlock(void)
 
 int main(void)
 {
+    CHECK_EQ(vms_init(NULL), 0);
+    if (vms__g.mode != VMS_GUARD_NONE)
+        no_canary_page();
     joining();
-    canary(1);
-    canary(0);
+    if (vms__g.mode == VMS_GUARD_NONE) {
+        canary(1);
+        canary(0);
+    }
     killing();
     misuse();
     deadlock();

@@ -2,15 +2,20 @@
  * The scheduler: fibers yielding in interleaved order run in exactly the
  * expected (FIFO round-robin) sequence; fibers spawning fibers; names, ids
  * and the current fiber; deep recursion within a fiber's stack size, and
- * stack usage measured around the canary; the
- * floating-point control state is per fiber, as the ABI's callee-saved
- * MXCSR and x87 control word demand.
+ * stack usage measured around the canary; stack colouring: fibers start
+ * at different offsets within their top page, yet never with less stack
+ * below than was asked; the floating-point control state is per fiber, as
+ * the ABI's callee-saved MXCSR and x87 control word demand: a fiber's
+ * rounding mode stays its own across switches, and fibers started after
+ * it changed (even launched from its context) start with their spawner's.
  */
 #include "check.h"
-#include "vmstack.h"
+#include "core/internal.h"
 
 #include <fenv.h>
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NF 200
 #define ROUNDS 50
@@ -98,6 +103,65 @@ static void *whoami(void *arg)
     return NULL;
 }
 
+/* Where a fiber's first frame lies, below its stack's top, and how much stack is below it. */
+struct where {
+    uintptr_t page_offset;
+    size_t below;
+    uint32_t colour;      /* the slot number modulo 32 */
+};
+
+static void *where_am_i(void *arg)
+{
+    struct where *w = arg;
+    /* The frame, not a local: a sanitizer may keep locals elsewhere. */
+    char *here = __builtin_frame_address(0);
+    vms_stack st;
+
+    CHECK_EQ(vms_fiber_stack(vms_fiber_current(), &st), 0);
+    w->page_offset = (uintptr_t)here % (uintptr_t)sysconf(_SC_PAGESIZE);
+    w->below = (size_t)(here - (char *)st.base);
+    w->colour = st.id % 32;
+    return NULL;
+}
+
+static int distinct_offsets(const struct where *w, int n)
+{
+    int distinct = 0;
+
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= w[j].page_offset == w[i].page_offset;
+        distinct += !seen;
+    }
+    return distinct;
+}
+
+static void colouring(void)
+{
+    enum { N = 32, ASKED = 32 << 10 };
+    const vms_fiber_opts o = { .stack_size = ASKED };
+    bool coloured = vms__g.mode != VMS_GUARD_MPROTECT;
+    struct where w[N];
+    vms_fiber f[N];
+
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(vms_fiber_spawn(&f[i], where_am_i, &w[i], &o), 0);
+    CHECK_EQ(vms_run(), 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(vms_fiber_join(f[i], NULL), 0);
+        CHECK(w[i].below >= ASKED - 256); /* all that was asked, less the frames that started the fiber */
+        /* Same colour, same offset in the page; another colour, another offset. */
+        for (int j = 0; j < i && coloured; j++)
+            CHECK_EQ(w[j].colour == w[i].colour, w[j].page_offset == w[i].page_offset);
+    }
+    /* 32 stacks live at once on 32 slots: several colours (none in the mprotect mode). */
+    if (coloured)
+        CHECK(distinct_offsets(w, N) >= 8);
+    else
+        CHECK_EQ(distinct_offsets(w, N), 1);
+}
+
 static void identity(void)
 {
     vms_fiber f, g;
@@ -110,9 +174,10 @@ static void identity(void)
     CHECK(f.id != g.id);
     CHECK(strcmp(vms_fiber_name(f), "a-name-longer-than-thirty-one-b") == 0);
     CHECK_EQ(vms_run(), 0);
-    /* A shallow fiber used little of its stack: the canary at the bottom is not usage. */
+    /* A shallow fiber used little of its stack (its colour, up to 2 KiB, and a few frames): */
+    /* a canary at the bottom is not usage. */
     CHECK_EQ(vms_fiber_stack(f, &st), 0);
-    CHECK(vms_stack_used(&st) > 0 && vms_stack_used(&st) < 4096);
+    CHECK(vms_stack_used(&st) > 0 && vms_stack_used(&st) < 8192);
     CHECK_EQ(vms_fiber_join(f, NULL), 0);
     CHECK_EQ(vms_fiber_join(g, NULL), 0);
     CHECK(vms_fiber_name(f) == NULL);
@@ -148,7 +213,8 @@ static void recursion(void)
     CHECK_EQ(vms_fiber_spawn(&f, deep, (void *)(intptr_t)300, &o), 0);
     CHECK_EQ(vms_fiber_spawn(&other, deep, (void *)(intptr_t)300, &o), 0);
     CHECK_EQ(vms_fiber_stack(f, &stk), 0);
-    CHECK_EQ(stk.size, 512 << 10);
+    /* 2 KiB more for the colour, rounded up to a size class, except in the mprotect mode. */
+    CHECK_EQ(stk.size, vms__size_class((512 << 10) + (vms__g.mode == VMS_GUARD_MPROTECT ? 0 : 2048)));
     CHECK_EQ(vms_run(), 0);
     /* About 300 KiB of its 512 KiB were used, and counted. */
     CHECK(vms_stack_used(&stk) > 290 << 10);
@@ -160,6 +226,16 @@ static void recursion(void)
     CHECK_EQ((long)(intptr_t)st.result, expect);
 }
 
+/* The rounding mode in both units: the x87 control word (fegetround) and MXCSR (SSE). */
+static void check_mode(int mode)
+{
+    uint32_t mxcsr;
+
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+    CHECK_EQ(fegetround(), mode);
+    CHECK_EQ((mxcsr >> 3) & 0xc00, (uint32_t)mode); /* RC bits 13-14 in fenv's encoding */
+}
+
 /* A fiber sets its own rounding mode; the other contexts keep theirs. */
 static void *rounding(void *arg)
 {
@@ -168,22 +244,36 @@ static void *rounding(void *arg)
     fesetround(mode);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(vms_yield(), 0);
-        CHECK_EQ(fegetround(), mode);
+        check_mode(mode);
+    }
+    return NULL;
+}
+
+/* Never changes the mode: sees its spawner's (the main context's) throughout. */
+static void *plain_mode(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 4; i++) {
+        check_mode(FE_TONEAREST);
+        CHECK_EQ(vms_yield(), 0);
     }
     return NULL;
 }
 
 static void fp_state(void)
 {
-    vms_fiber a, b;
+    vms_fiber a, b, c;
 
-    CHECK_EQ(fegetround(), FE_TONEAREST);
+    check_mode(FE_TONEAREST);
     CHECK_EQ(vms_fiber_spawn(&a, rounding, (void *)(intptr_t)FE_DOWNWARD, NULL), 0);
     CHECK_EQ(vms_fiber_spawn(&b, rounding, (void *)(intptr_t)FE_UPWARD, NULL), 0);
+    /* Started by the first switch from b, whose mode is upward by then. */
+    CHECK_EQ(vms_fiber_spawn(&c, plain_mode, NULL, NULL), 0);
     CHECK_EQ(vms_run(), 0);
-    CHECK_EQ(fegetround(), FE_TONEAREST);
+    check_mode(FE_TONEAREST);
     CHECK_EQ(vms_fiber_join(a, NULL), 0);
     CHECK_EQ(vms_fiber_join(b, NULL), 0);
+    CHECK_EQ(vms_fiber_join(c, NULL), 0);
 }
 
 int main(void)
@@ -193,6 +283,7 @@ int main(void)
     interleaving();
     spawning();
     identity();
+    colouring();
     recursion();
     fp_state();
     vms_sched_stats_get(&s);

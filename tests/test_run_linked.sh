@@ -16,7 +16,7 @@ unset VMSTACK_STACK_SIZE VMSTACK_GUARD_SIZE
 "$vmstack" run --guard 64K -- "$prog" default > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
 expect "init 0"
 expect "config stack 65536 guard 16384"
-expect "fiber stack 65536 guard 16384"
+expect "fiber stack at least 65536: 1, guard 16384"
 expect "thread on a known stack 1"
 expect "vms_stack_alloc in libvmstack-preload.so"
 grep -q ' 64K ' "$tmp/err" || fail "the run's thread guard is not in its table"
@@ -24,18 +24,18 @@ grep -q ' 64K ' "$tmp/err" || fail "the run's thread guard is not in its table"
 # Its environment, as without 'vmstack run'.
 VMSTACK_STACK_SIZE=256K "$vmstack" run -- "$prog" default > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
 expect "config stack 262144 guard 16384"
-expect "fiber stack 262144 guard 16384"
+expect "fiber stack at least 262144: 1, guard 16384"
 
 # Its own vms_init succeeds and holds.
 "$vmstack" run --guard 64K -- "$prog" init > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
 expect "init 0"
 expect "config stack 131072 guard 32768"
-expect "fiber stack 131072 guard 32768"
+expect "fiber stack at least 131072: 1, guard 32768"
 expect "thread on a known stack 1"
 
 # And the same program without 'vmstack run': its own copy, same answers.
 "$prog" init > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
 expect "config stack 131072 guard 32768"
-expect "fiber stack 131072 guard 32768"
+expect "fiber stack at least 131072: 1, guard 32768"
 expect "vms_stack_alloc in libvmstack.so.0"
 echo "test_run_linked: ok"

@@ -76,9 +76,9 @@ static int region_create(size_t stack_size, size_t guard_size, struct vms_region
         return vms__fail(ENOMEM, "out of memory for the descriptor of a stack region");
     set_geometry(r, stack_size, guard_size);
     r->index = n;
-    /* A cache line per CPU at least, so CPUs do not share cache entries' lines. */
-    r->cache_stride = (vms__g.cfg.cache + 15u) & ~15u;
-    cache_bytes = (size_t)vms__g.ncpu * (r->cache_stride ? r->cache_stride : 1) * sizeof(uint32_t);
+    /* Whole cache lines per CPU, so CPUs do not share a magazine's lines. */
+    r->cache_stride = vms__magazine_bytes(vms__g.cfg.cache);
+    cache_bytes = (size_t)vms__g.ncpu * r->cache_stride;
     r->base = vms__os_reserve(r->reserve);
     r->slots = vms__os_alloc((size_t)r->max_slots * sizeof(struct vms_slot));
     r->cache = vms__os_alloc(cache_bytes);
@@ -208,6 +208,8 @@ int vms__region_grow(struct vms_region *r)
     }
     r->next_fresh = c * (uint32_t)r->chunk_slots;
     r->fresh_end = r->next_fresh + (uint32_t)got;
+    for (uint32_t i = r->next_fresh; i < r->fresh_end; i++)
+        r->slots[i].base = vms__slot_base(r, i);
     r->slots_guarded += (uint32_t)got;
     atomic_store_explicit(&r->nchunks, c + 1, memory_order_release);
     return 0;
@@ -246,7 +248,7 @@ void vms__fill_handle(struct vms_region *r, uint32_t idx, vms_stack *st)
 {
     uint64_t state = atomic_load_explicit(&r->slots[idx].state, memory_order_acquire);
 
-    st->base = vms__slot_base(r, idx);
+    st->base = r->slots[idx].base;
     st->size = r->stack_size;
     st->guard_size = r->guard_size;
     st->id = r->index << VMS_SLOT_BITS | idx;

@@ -1,10 +1,15 @@
 /*
  * Handing stacks out and taking them back: per-CPU caches in front of a
  * global pool per region, as Linus asked for in front of vmalloc'd kernel
- * stacks.  The fast path is the kernel's this_cpu_xchg: an atomic exchange
- * on an entry of this CPU's cache line, no lock, no syscall, and the stack
- * is still warm.  Migration between sched_getcpu() and the exchange only
- * means touching another CPU's line; the exchange keeps it correct.
+ * stacks.  Each CPU's cache is a magazine (after Bonwick's slab
+ * allocator): a count and a stack of slot numbers on cache lines of their
+ * own, behind a one-word lock that only threads on that CPU take (and one
+ * that migrated meanwhile, which is why there is a lock at all).  A hit is
+ * one exchange, one store and the count; a miss refills half a magazine
+ * from the pool under one hold of the pool's lock, and a full magazine
+ * flushes half of itself the same way, so that the pool's lock is taken
+ * once per batch, not once per stack.  A magazine found locked is skipped
+ * for the pool: nobody ever waits for a per-CPU lock.
  *
  * In front of the per-CPU caches sits a tiny per-thread cache (two stacks
  * per size): a thread that spawns and ends tasks in turn reuses its own
@@ -107,20 +112,6 @@ static void tcache_register(void)
     pthread_setspecific(tcache_key, &tcache);
 }
 
-static bool tcache_put(struct vms_region *r, uint32_t idx)
-{
-    _Atomic uint32_t *e = tcache.slot[r->index];
-
-    if (!tcache.registered)
-        tcache_register();
-    for (int i = 0; i < THREAD_CACHE; i++)
-        if (!atomic_load_explicit(&e[i], memory_order_relaxed)) {
-            atomic_store_explicit(&e[i], idx + 1, memory_order_relaxed);
-            return true;
-        }
-    return false;
-}
-
 static size_t tcache_count(void)
 {
     size_t n = 0;
@@ -134,45 +125,84 @@ static size_t tcache_count(void)
     return n;
 }
 
-static _Atomic uint32_t *this_cpu_cache(struct vms_region *r)
+/* One CPU's cache: lock, count, and up to cfg.cache slot numbers (valid below n, under the lock). */
+struct vms_magazine {
+    _Atomic uint32_t lock;
+    _Atomic uint32_t n;       /* atomic only so that statistics may read it */
+    uint32_t slot[];
+};
+
+size_t vms__magazine_bytes(unsigned entries)
+{
+    return (sizeof(struct vms_magazine) + entries * sizeof(uint32_t) + 63) & ~(size_t)63;
+}
+
+static struct vms_magazine *magazine(struct vms_region *r, unsigned cpu)
+{
+    return (struct vms_magazine *)(void *)((char *)r->cache + (size_t)cpu * r->cache_stride);
+}
+
+static struct vms_magazine *this_cpu_magazine(struct vms_region *r)
 {
     int cpu = sched_getcpu();
 
-    if (cpu < 0)
-        cpu = 0;
-    return r->cache + (size_t)((unsigned)cpu % vms__g.ncpu) * r->cache_stride;
+    return magazine(r, (unsigned)(cpu < 0 ? 0 : cpu) % vms__g.ncpu);
 }
+
+static bool mag_trylock(struct vms_magazine *m)
+{
+    return !atomic_load_explicit(&m->lock, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&m->lock, 1, memory_order_acquire);
+}
+
+static void mag_unlock(struct vms_magazine *m)
+{
+    atomic_store_explicit(&m->lock, 0, memory_order_release);
+}
+
+/* Half a magazine, at least one stack: what a refill takes and a flush gives. */
+static uint32_t batch_size(void)
+{
+    return vms__g.cfg.cache / 2 ? vms__g.cfg.cache / 2 : 1;
+}
+
+static uint32_t pool_take_batch(struct vms_region *r, uint32_t *idx, uint32_t n);
+static void pool_put_batch(struct vms_region *r, const uint32_t *idx, uint32_t n);
 
 static bool cache_take(struct vms_region *r, uint32_t *idx)
 {
-    _Atomic uint32_t *c = this_cpu_cache(r);
+    struct vms_magazine *m;
+    uint32_t n;
+    bool ok;
 
-    for (unsigned i = 0; i < vms__g.cfg.cache; i++) {
-        uint32_t v;
-        /* A plain load first: an exchange on an empty entry costs as much as a full one. */
-        if (!atomic_load_explicit(&c[i], memory_order_relaxed))
-            continue;
-        v = atomic_exchange_explicit(&c[i], 0, memory_order_acquire);
-        if (v) {
-            *idx = v - 1;
-            return true;
-        }
-    }
-    return false;
+    if (!vms__g.cfg.cache || !mag_trylock(m = this_cpu_magazine(r)))
+        return false;
+    n = atomic_load_explicit(&m->n, memory_order_relaxed);
+    if (n == 0)
+        n = pool_take_batch(r, m->slot, batch_size());
+    if ((ok = n != 0))
+        *idx = m->slot[--n];
+    atomic_store_explicit(&m->n, n, memory_order_relaxed);
+    mag_unlock(m);
+    return ok;
 }
 
 static bool cache_put(struct vms_region *r, uint32_t idx)
 {
-    _Atomic uint32_t *c = this_cpu_cache(r);
+    struct vms_magazine *m;
+    uint32_t n;
 
-    for (unsigned i = 0; i < vms__g.cfg.cache; i++) {
-        uint32_t empty = 0;
-        if (!atomic_load_explicit(&c[i], memory_order_relaxed) &&
-            atomic_compare_exchange_strong_explicit(&c[i], &empty, idx + 1, memory_order_release,
-                                                    memory_order_relaxed))
-            return true;
+    if (!vms__g.cfg.cache || !mag_trylock(m = this_cpu_magazine(r)))
+        return false;
+    n = atomic_load_explicit(&m->n, memory_order_relaxed);
+    if (n == vms__g.cfg.cache) {
+        n -= batch_size();
+        pool_put_batch(r, m->slot + n, batch_size());
     }
-    return false;
+    m->slot[n++] = idx;
+    atomic_store_explicit(&m->n, n, memory_order_relaxed);
+    mag_unlock(m);
+    return true;
 }
 
 /* ---- pool lists, all under r->lock; links are slot index + 1 ---- */
@@ -276,20 +306,22 @@ static unsigned long release_excess(struct vms_region *r, uint32_t keep)
     return total;
 }
 
-/* Takes a stack from any CPU's cache: before growing, stranded stacks are used. */
+/* Takes a stack from any CPU's magazine: before growing, stranded stacks are used. */
 static bool steal_cached(struct vms_region *r, uint32_t *idx)
 {
-    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
-
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v;
-        if (!atomic_load_explicit(&r->cache[i], memory_order_relaxed))
+    for (unsigned cpu = 0; vms__g.cfg.cache && cpu < vms__g.ncpu; cpu++) {
+        struct vms_magazine *m = magazine(r, cpu);
+        uint32_t n;
+        bool got;
+        if (!atomic_load_explicit(&m->n, memory_order_relaxed) || !mag_trylock(m))
             continue;
-        v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
-        if (v) {
-            *idx = v - 1;
+        n = atomic_load_explicit(&m->n, memory_order_relaxed);
+        if ((got = n != 0))
+            *idx = m->slot[--n];
+        atomic_store_explicit(&m->n, n, memory_order_relaxed);
+        mag_unlock(m);
+        if (got)
             return true;
-        }
     }
     return false;
 }
@@ -338,6 +370,28 @@ static void pool_put(struct vms_region *r, uint32_t idx)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Up to n warm (or cold, or fresh) stacks under one hold of the pool's lock; how many. */
+static uint32_t pool_take_batch(struct vms_region *r, uint32_t *idx, uint32_t n)
+{
+    uint32_t got = 0;
+
+    pthread_mutex_lock(&r->lock);
+    while (got < n && pool_pop(r, &idx[got]))
+        got++;
+    pthread_mutex_unlock(&r->lock);
+    return got;
+}
+
+static void pool_put_batch(struct vms_region *r, const uint32_t *idx, uint32_t n)
+{
+    pthread_mutex_lock(&r->lock);
+    for (uint32_t i = 0; i < n; i++)
+        warm_push(r, idx[i]);
+    if (r->warm_n >= vms__g.cfg.pool + VMS_RELEASE_BATCH)
+        release_excess(r, vms__g.cfg.pool);
+    pthread_mutex_unlock(&r->lock);
+}
+
 static struct vms_region *region_of_id(uint32_t id)
 {
     uint32_t ri = id >> VMS_SLOT_BITS;
@@ -347,25 +401,116 @@ static struct vms_region *region_of_id(uint32_t id)
     return vms__g.regions[ri];
 }
 
+int vms__stack_take(struct vms_region *r, vms_stack *st)
+{
+    struct vms_slot *s;
+    uint32_t idx;
+    uint64_t gen;
+    int err;
+
+    if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
+        return err;
+    /* We own the slot exclusively now; publish it as live.  The handle comes from the slot: no division. */
+    s = &r->slots[idx];
+    gen = (atomic_load_explicit(&s->state, memory_order_relaxed) >> 32) + 1;
+    atomic_store_explicit(&s->state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
+    st->base = s->base;
+    st->size = r->stack_size;
+    st->guard_size = r->guard_size;
+    st->id = r->index << VMS_SLOT_BITS | idx;
+    st->gen = (uint32_t)gen;
+    return 0;
+}
+
 int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
 {
     int err = 0;
     struct vms_region *r = vms__region_for(size, guard, &err);
-    uint32_t idx;
-    uint64_t gen;
 
     if (!r)
         return err;
     /* The allocating thread gets the overflow handler and its alternate stack. */
     if ((err = vms__thread_ready()))
         return err;
-    if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
-        return err;
-    /* We own the slot exclusively now; publish it as live. */
-    gen = (atomic_load_explicit(&r->slots[idx].state, memory_order_relaxed) >> 32) + 1;
-    atomic_store_explicit(&r->slots[idx].state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
-    vms__fill_handle(r, idx, st);
+    return vms__stack_take(r, st);
+}
+
+/* The slot goes back clean: no task, and zeroed where asked. */
+static void slot_clear(struct vms_slot *s, const vms_stack *st)
+{
+    memset(&s->task, 0, sizeof s->task);
+    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
+        size_t used = vms__used_bytes(st->base, st->size);
+        memset((char *)st->base + st->size - used, 0, used);
+    }
+}
+
+/* The calling thread's free entry for a stack of r, or NULL when its cache is full. */
+static _Atomic uint32_t *tcache_room(struct vms_region *r)
+{
+    _Atomic uint32_t *e = tcache.slot[r->index];
+
+    if (!tcache.registered)
+        tcache_register();
+    for (int i = 0; i < THREAD_CACHE; i++)
+        if (!atomic_load_explicit(&e[i], memory_order_relaxed))
+            return &e[i];
+    return NULL;
+}
+
+/*
+ * Freed into the calling thread's own cache, the slot is marked free by a
+ * plain store after a plain check: no locked instruction.  Only two threads
+ * freeing the same handle at the same instant could both pass the check
+ * (documented in vmstack.h); anywhere else the mark is a compare-and-swap.
+ */
+static void companion_free(uint64_t c);
+
+static int stack_put(struct vms_region *r, uint32_t idx, const vms_stack *st)
+{
+    struct vms_slot *s = &r->slots[idx];
+    uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE, freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
+    uint64_t companion = s->task.companion;
+    _Atomic uint32_t *room = tcache_room(r);
+
+    if (room) {
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) != live)
+            goto already;
+        atomic_store_explicit(&s->state, freed, memory_order_release);
+        slot_clear(s, st);
+        atomic_store_explicit(room, idx + 1, memory_order_relaxed);
+    } else {
+        if (!atomic_compare_exchange_strong_explicit(&s->state, &live, freed, memory_order_acq_rel,
+                                                     memory_order_relaxed))
+            goto already;
+        slot_clear(s, st);
+        if (!cache_put(r, idx))
+            pool_put(r, idx);
+    }
+    if (companion)
+        companion_free(companion);
     return 0;
+already:
+    return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base, st->id);
+}
+
+static void companion_free(uint64_t c)
+{
+    vms_stack st = { .id = (uint32_t)(c >> 32), .gen = (uint32_t)c };
+    struct vms_region *r = region_of_id(st.id);
+    uint32_t idx = st.id & ((1u << VMS_SLOT_BITS) - 1);
+
+    st.base = r->slots[idx].base;
+    st.size = r->stack_size;
+    st.guard_size = r->guard_size;
+    if (r->slots[idx].task.kind == VMS_TASK_ALTSTACK)
+        atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
+    stack_put(r, idx, &st);
+}
+
+void vms__stack_give(vms_stack *st)
+{
+    stack_put(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st);
 }
 
 int vms_stack_alloc(vms_stack *st, size_t size)
@@ -377,39 +522,24 @@ int vms_stack_free(vms_stack *st)
 {
     struct vms_region *r = st ? region_of_id(st->id) : NULL;
     uint32_t idx = st ? st->id & ((1u << VMS_SLOT_BITS) - 1) : 0;
-    uint64_t live, freed;
 
-    if (!r || idx >= r->max_slots || vms__slot_base(r, idx) != st->base || st->size != r->stack_size)
+    /* Slots never handed out have no base yet: they fail the comparison. */
+    if (!r || idx >= r->max_slots || r->slots[idx].base != st->base || !st->base || st->size != r->stack_size)
         return vms__fail(EINVAL, "%p is not a vmstack stack: foreign pointer or corrupted handle",
                          st ? st->base : NULL);
-    live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE;
-    freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
-    if (!atomic_compare_exchange_strong_explicit(&r->slots[idx].state, &live, freed, memory_order_acq_rel,
-                                                 memory_order_relaxed))
-        return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base,
-                         st->id);
-    memset(&r->slots[idx].task, 0, sizeof r->slots[idx].task);
-    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
-        size_t used = vms__used_bytes(st->base, st->size);
-        memset((char *)st->base + st->size - used, 0, used);
-    }
-    if (!tcache_put(r, idx) && !cache_put(r, idx))
-        pool_put(r, idx);
-    return 0;
+    return stack_put(r, idx, st);
 }
 
-/* Empties every CPU's cache of a region into its pool. */
+/* Empties every CPU's magazine of a region into its pool (waits for a magazine in use). */
 static void drain_caches(struct vms_region *r)
 {
-    size_t n = (size_t)vms__g.ncpu * r->cache_stride;
-
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v = atomic_exchange_explicit(&r->cache[i], 0, memory_order_acquire);
-        if (v) {
-            pthread_mutex_lock(&r->lock);
-            warm_push(r, v - 1);
-            pthread_mutex_unlock(&r->lock);
-        }
+    for (unsigned cpu = 0; vms__g.cfg.cache && cpu < vms__g.ncpu; cpu++) {
+        struct vms_magazine *m = magazine(r, cpu);
+        while (!mag_trylock(m))
+            sched_yield();
+        pool_put_batch(r, m->slot, atomic_load_explicit(&m->n, memory_order_relaxed));
+        atomic_store_explicit(&m->n, 0, memory_order_relaxed);
+        mag_unlock(m);
     }
 }
 
@@ -439,10 +569,10 @@ void vms_stats_get(vms_stats *s)
     s->cached = tcache_count();
     for (unsigned i = 0; i < n; i++) {
         struct vms_region *r = vms__g.regions[i];
-        size_t cached = 0, entries = (size_t)vms__g.ncpu * r->cache_stride;
+        size_t cached = 0;
 
-        for (size_t e = 0; e < entries; e++)
-            cached += atomic_load_explicit(&r->cache[e], memory_order_relaxed) != 0;
+        for (unsigned cpu = 0; vms__g.cfg.cache && cpu < vms__g.ncpu; cpu++)
+            cached += atomic_load_explicit(&magazine(r, cpu)->n, memory_order_relaxed);
         pthread_mutex_lock(&r->lock);
         s->cached += cached;
         s->pooled_warm += r->warm_n;

@@ -40,12 +40,19 @@ enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TAS
 struct vms_task {
     int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack, STACK
                                  once its user named it or gave it an overflow handler */
-    uint64_t id;              /* fiber id, thread id (tid), or a STACK's vms_stack.id */
+    uint64_t id;              /* fiber id, thread id (tid; 0 until the fault handler needs it),
+                                 or a STACK's vms_stack.id */
     char name[32];
     void *start;              /* the task's start routine, for reports */
     void *owner;              /* the thread's record in libvmstack-preload.so */
     vms_stack_overflow_fn on_overflow; /* a STACK's runtime ends its coroutine here */
     void *on_overflow_arg;
+    /*
+     * A stack freed together with this one, as id << 32 | gen (0: none): a
+     * thread's alternate signal stack, which may be freed only once the
+     * kernel is done with the thread, as its stack is.
+     */
+    uint64_t companion;
 };
 
 /*
@@ -58,6 +65,7 @@ struct vms_task {
 struct vms_slot {
     _Atomic uint64_t state;   /* gen << 32 | VMS_SLOT_* */
     uint32_t next, prev;      /* pool lists, as slot index + 1 (0 = none) */
+    char *base;               /* vms__slot_base(), kept once guarded: no division when handing out */
     struct vms_task task;
     /*
      * The task layer's record for the stack (a fiber's descriptor): kept
@@ -82,10 +90,11 @@ struct vms_region {
     struct vms_slot *slots;           /* descriptor table, max_slots entries */
     _Atomic uint32_t nchunks;         /* chunks mapped and guarded */
 
-    _Atomic uint32_t *cache;          /* ncpu rows of cache_stride entries: slot + 1 or 0 */
-    unsigned cache_stride;
+    struct vms_magazine *cache;       /* ncpu magazines, cache_stride bytes apart (cache.c) */
+    size_t cache_stride;
 
-    pthread_mutex_t lock;             /* protects everything below */
+    /* On a cache line of its own: the fields above are read on every allocation, by every CPU. */
+    _Alignas(64) pthread_mutex_t lock; /* protects everything below */
     uint32_t next_fresh, fresh_end;   /* never-used slots with guards installed */
     uint32_t taken;                   /* slots ever drawn from the fresh range */
     uint32_t warm_head, warm_tail, warm_n;  /* LIFO at head, trimmed from tail */
@@ -184,6 +193,18 @@ int vms__stack_alloc(vms_stack *st, size_t size, size_t guard);
 /* The task record of a live stack (NULL for a stale or foreign handle). */
 struct vms_task *vms__task_of(const vms_stack *st);
 
+/* cache.c: bytes of one CPU's magazine of `entries` stacks, whole cache lines. */
+size_t vms__magazine_bytes(unsigned entries);
+
+/*
+ * cache.c, the task layer's lean path: vms_stack_alloc from region r for a
+ * thread that is report-ready already (vms__thread_ready() returned 0 in
+ * it), and vms_stack_free of a handle known to be live and its caller's.
+ * 0 or -errno with the message set, as vms_stack_alloc.
+ */
+int vms__stack_take(struct vms_region *r, vms_stack *st);
+void vms__stack_give(vms_stack *st);
+
 /* usage.c */
 size_t vms__used_bytes(const char *base, size_t size);
 size_t vms__used_bytes_top(const char *base, size_t size);
@@ -202,8 +223,5 @@ static inline int vms__thread_ready(void)
 {
     return vms__thread_ready_hook ? vms__thread_ready_hook() : 0;
 }
-
-/* os.c: the calling thread's tid, asked of the kernel once per thread (and again after fork). */
-pid_t vms__os_tid(void);
 
 #endif

@@ -18,29 +18,6 @@
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13: PTE guard markers */
 #endif
 
-static __thread __attribute__((tls_model("initial-exec"))) pid_t self_tid;
-static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
-
-/* A forked child's only thread has a tid of its own. */
-static void forget_tid(void)
-{
-    self_tid = 0;
-}
-
-static void tid_setup(void)
-{
-    pthread_atfork(NULL, NULL, forget_tid);
-}
-
-pid_t vms__os_tid(void)
-{
-    if (!self_tid) {
-        pthread_once(&tid_once, tid_setup);
-        self_tid = gettid();
-    }
-    return self_tid;
-}
-
 void *vms__os_reserve(size_t bytes)
 {
     /* PROT_NONE + NORESERVE: address space only, no commit charge. */

@@ -111,14 +111,29 @@ static bool sp_overflowed(const struct vms_fault *f)
     return f->sp < f->guard_lo && f->guard_lo - f->sp <= SP_SLACK && !task_at(f->sp, &other);
 }
 
+/*
+ * Threads' task records get their tid only here, when a report needs it:
+ * a thread that overflowed, or whose stack made a wild access, runs on the
+ * faulting thread, so gettid() names it (one system call per report
+ * instead of one per thread).
+ */
+static void tid_here(struct vms_task *t)
+{
+    if (t->id == 0 && (t->kind == VMS_TASK_THREAD || t->kind == VMS_TASK_ALTSTACK))
+        t->id = (uint64_t)gettid();
+}
+
 static bool classify_guard(struct vms_fault *f, bool below_stack)
 {
     if (f->owned && below_stack && sp_overflowed(f)) {
         f->cls = VMS_FAULT_OVERFLOW;
+        tid_here(&f->owner);
         return true;
     }
     f->cls = VMS_FAULT_WILD;
     f->by_known = task_at(f->sp, &f->by);
+    if (f->by_known)
+        tid_here(&f->by);
     return true;
 }
 
@@ -135,6 +150,7 @@ static bool classify_slot(struct vms_fault *f, const struct vms_loc *loc)
         f->owner = s->task;
     return classify_guard(f, loc->where == VMS_AT_GUARD_BELOW);
 }
+
 
 static bool classify_foreign(struct vms_fault *f)
 {
@@ -449,6 +465,18 @@ static size_t altstack_size(void)
     return vms__g.cfg.stack_size > ALTSTACK_MIN ? vms__g.cfg.stack_size : ALTSTACK_MIN;
 }
 
+/* The task record of the vmstack thread stack the caller runs on, or NULL. */
+static struct vms_task *own_thread_task(void)
+{
+    vms_stack st;
+    struct vms_task *t;
+    char here;
+
+    if (!vms_on_stack(&here, &st) || !(t = vms__task_of(&st)))
+        return NULL;
+    return t->kind == VMS_TASK_THREAD ? t : NULL;
+}
+
 int vms__altstack_ensure(void)
 {
     stack_t ss = {0};
@@ -465,8 +493,7 @@ int vms__altstack_ensure(void)
     atomic_fetch_add_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
     t = vms__task_of(&alt);
     t->kind = VMS_TASK_ALTSTACK;
-    t->id = (uint64_t)vms__os_tid();
-    strcpy(t->name, "altstack");
+    strcpy(t->name, "altstack"); /* the tid is looked up if a report needs it: on this very thread */
     ss.ss_sp = alt.base;
     ss.ss_size = alt.size;
     if (sigaltstack(&ss, &alt_prev)) {
@@ -476,7 +503,17 @@ int vms__altstack_ensure(void)
         alt_ready = 0;
         return rc;
     }
-    pthread_setspecific(alt_key, &alt); /* for the destructor at thread exit */
+    /*
+     * A thread on a vmstack stack with no alternate stack before ours: the
+     * altstack is freed with the thread's stack, once the kernel has
+     * cleared the thread's tid; no system call at exit.  Anywhere else
+     * (the main thread, foreign stacks, a sanitizer's altstack to give
+     * back) the destructor restores the previous one at thread exit.
+     */
+    if ((alt_prev.ss_flags & SS_DISABLE) && (t = own_thread_task()))
+        t->companion = (uint64_t)alt.id << 32 | alt.gen;
+    else
+        pthread_setspecific(alt_key, &alt);
     return 0;
 }
 

@@ -149,9 +149,14 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
     case VMS_TASK_THREAD:
         vms__sb_str(b, "thread '");
         vms__sb_name(b, t->name, sizeof t->name);
-        vms__sb_str(b, "' (tid ");
-        vms__sb_dec(b, t->id);
-        vms__sb_str(b, ")");
+        /* A thread's tid is looked up only on the thread itself (fault.c): unknown from another one. */
+        if (t->id) {
+            vms__sb_str(b, "' (tid ");
+            vms__sb_dec(b, t->id);
+            vms__sb_str(b, ")");
+        } else {
+            vms__sb_str(b, "' (tid unknown)");
+        }
         break;
     case VMS_TASK_STACK:
         vms__sb_str(b, "stack '");

@@ -167,8 +167,8 @@ static void thread_started(struct run_thread *t, char *frame)
     t->self = pthread_self();
     memcpy(my_name, t->name, sizeof my_name);
     if (t->task) {
-        t->tid = (pid_t)t->task->id; /* vms__thread_begin asked the kernel already */
-        t->measurable = true;        /* fresh or zeroed by vms__thread_release */
+        t->tid = gettid();
+        t->measurable = true; /* fresh or zeroed by vms__thread_release */
     } else {
         t->tid = gettid();
         foreign_stack_started(t, frame);
@@ -202,7 +202,7 @@ static void *run_entry(void *p)
     struct run_thread *t = p;
     void *ret;
 
-    vms__thread_begin(t->task);
+    vms__thread_begin();
     thread_started(t, __builtin_frame_address(0));
     /* Also runs when the thread calls pthread_exit or is cancelled. */
     pthread_cleanup_push(thread_finished, t);

@@ -3,8 +3,16 @@
  *
  * A fiber's descriptor lives in the slot table next to its stack's entry
  * (the kernel's thread_info moved off the stack); the stack holds only the
- * fiber's own frames, the first switch frame at the top, and the canary at
- * its lowest word (VMS_STACK_END_MAGIC, after the kernel's).
+ * fiber's own frames.  Where no guard lies below the stack (VMSTACK_GUARD=
+ * none, or a stack vmstack did not allocate), its lowest word also holds a
+ * canary (VMS_STACK_END_MAGIC, after the kernel's), checked when the fiber
+ * switches away and when it ends.  Where a guard lies below, an overflow
+ * reaches the guard before the canary, and a fiber that touched little
+ * keeps one resident page, not two.
+ *
+ * A fiber starts by a call on its new stack and, when it returns, ends by
+ * the matching return (vms__fiber_launch): call and ret stay paired for the
+ * processor's return-address predictor.
  *
  * Each thread has one scheduler: a ring of ready fibers and the "main"
  * descriptor, the thread's own context.  The ring holds the running fiber
@@ -27,19 +35,35 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Fiber ids are handed to threads in blocks, so spawning takes no atomic. */
 #define ID_BLOCK 1024
 /*
- * Stack a fiber needs to switch away: probed before any scheduler state
- * changes, so that an overflow in the switch hits the guard while the fiber
- * can still be killed cleanly.  Sanitizer runtimes use more.
+ * Stack a fiber needs to switch away by a join: probed before any scheduler
+ * state changes, so that an overflow in the switch hits the guard while the
+ * fiber can still be killed cleanly.  Sanitizer runtimes use more, and are
+ * probed at every yield too.  A plain yield is not probed: it changes one
+ * pointer of the scheduler and pushes one switch frame (64 bytes), and a
+ * fault on any of its instructions leaves a state the kill handles.
  */
 #if defined(VMS_SAN_ADDRESS) || defined(VMS_SAN_THREAD)
 #define SWITCH_HEADROOM 8192
+#define YIELD_PROBE 1
 #else
 #define SWITCH_HEADROOM 1024
+#define YIELD_PROBE 0
+#endif
+/*
+ * Under TSan every return is instrumented: a fiber that returned after
+ * switching TSan to the next fiber would pop that fiber's shadow stack.
+ * There the fiber leaves by a switch from vms__fiber_main, as a kill does.
+ */
+#ifdef VMS_SAN_THREAD
+#define END_BY_RETURN 0
+#else
+#define END_BY_RETURN 1
 #endif
 
 struct vms_sched {
@@ -49,6 +73,10 @@ struct vms_sched {
     struct vms_fiber_desc main;         /* the thread's own context */
     uint64_t serial;                    /* owner tag of this thread's fibers */
     uint64_t next_id, id_end;           /* this thread's block of fiber ids */
+    struct vms_region *region;          /* of the last spawn's stack size... */
+    size_t region_size;                 /* ...that size as asked (0: the default) */
+    bool colour;                        /* the region has a page more than asked, for colours */
+    bool ready;                         /* vms__thread_ready() done: the thread can report an overflow */
     bool valgrind;
     vms_sched_stats stats;
 };
@@ -57,7 +85,7 @@ static __attribute__((tls_model("initial-exec"))) _Thread_local struct vms_sched
 static _Atomic uint64_t next_id_block = 1;
 static _Atomic uint64_t next_serial = 1;
 
-_Noreturn void vms__fiber_main(struct vms_fiber_desc *f);
+void *vms__fiber_main(struct vms_fiber_desc *f);
 
 static struct vms_sched *sched_get(void)
 {
@@ -141,22 +169,6 @@ static inline void stack_probe(void)
                      : "rax");
 }
 
-/* The first switch frame (see switch-x86_64.S): vms__fiber_entry with f in r12. */
-static void frame_init(struct vms_fiber_desc *f)
-{
-    uint64_t *sp = (uint64_t *)(f->base + f->size) - 8;
-    uint32_t mxcsr;
-    uint16_t fpucw;
-
-    /* The spawner's floating-point control state, as Boost's make_fcontext does. */
-    __asm__("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpucw));
-    sp[0] = mxcsr | (uint64_t)fpucw << 32;
-    sp[1] = (uintptr_t)f;
-    sp[2] = sp[3] = sp[4] = sp[5] = sp[6] = 0;
-    sp[7] = (uintptr_t)vms__fiber_entry;
-    f->sp = sp;
-}
-
 /* ---- switching ---- */
 
 /* Bury a fiber that ended in the switch that brought us here. */
@@ -184,7 +196,10 @@ static inline void switch_to(struct vms_sched *s, struct vms_fiber_desc *from, s
     s->stats.switches++;
     vms__san_leave(from->ended ? NULL : &from->san_fake, to->base, to->size);
     vms__san_switch_to(to->san_tsan);
-    vms__switch(&from->sp, to->sp);
+    if (__builtin_expect(to->sp != NULL, 1))
+        vms__switch(&from->sp, to->sp);
+    else
+        vms__fiber_launch(&from->sp, to, to->top, &to->fpenv);
     arrived(s, from);
 }
 
@@ -197,7 +212,7 @@ static void release(struct vms_fiber_desc *f)
         /* A killed fiber's stack is full of its abandoned frames: wiped, as the kernel's are. */
         if (f->end != VMS_FIBER_RETURNED)
             vms__os_release(f->base, f->size);
-        vms_stack_free(&f->stack);
+        vms__stack_give(&f->stack);
     } else {
         vms__san_stack_deregister(f->vg_id);
         f->vg_id = 0;
@@ -215,8 +230,8 @@ static void bury(struct vms_sched *s)
         release(f);
 }
 
-/* Ends the running fiber f and switches to the next ready one, or main. */
-static _Noreturn void finish(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_end end)
+/* Ends the running fiber f; returns the context to go to: the next ready fiber, or main. */
+static struct vms_fiber_desc *end_fiber(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_end end)
 {
     vms_fiber_hook end_hook = atomic_load_explicit(&vms__fiber_end_hook, memory_order_relaxed);
 
@@ -233,7 +248,13 @@ static _Noreturn void finish(struct vms_sched *s, struct vms_fiber_desc *f, vms_
     if (f->joiner)
         ring_add(s, f->joiner);
     s->dead = f;
-    switch_to(s, f, s->ring ? s->ring : &s->main);
+    return s->ring ? s->ring : &s->main;
+}
+
+/* Ends the running fiber f and switches away, for good. */
+static _Noreturn void finish(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_end end)
+{
+    switch_to(s, f, end_fiber(s, f, end));
     abort(); /* nobody switches to an ended fiber */
 }
 
@@ -268,23 +289,41 @@ static _Noreturn void canary_kill(struct vms_sched *s, struct vms_fiber_desc *f)
     kill_fiber(s, f, VMS_FIBER_KILLED_CANARY);
 }
 
+static inline void canary_check(struct vms_sched *s, struct vms_fiber_desc *cur)
+{
+    if (__builtin_expect(cur->canary, 0) && !canary_ok(cur))
+        canary_kill(s, cur);
+}
+
 /* Before the running fiber switches away: room to do so, and an intact canary. */
 static inline void leave_check(struct vms_sched *s, struct vms_fiber_desc *cur)
 {
     stack_probe();
-    if (__builtin_expect(!canary_ok(cur), 0))
-        canary_kill(s, cur);
+    canary_check(s, cur);
 }
 
-_Noreturn void vms__fiber_main(struct vms_fiber_desc *f)
+/*
+ * Runs f, called by vms__fiber_launch on f's fresh stack; returns the saved
+ * stack pointer of the context to resume, which the launch stub switches to
+ * after its matching return.  A fiber that never ran yet cannot be resumed
+ * that way: it is launched from here, by a switch, as a kill switches.
+ */
+void *vms__fiber_main(struct vms_fiber_desc *f)
 {
     struct vms_sched *s = &sched;
+    struct vms_fiber_desc *to;
 
     arrived(s, f);
     f->arg = f->fn(f->arg);
-    if (!canary_ok(f))
-        canary_kill(s, f);
-    finish(s, f, VMS_FIBER_RETURNED);
+    canary_check(s, f);
+    to = end_fiber(s, f, VMS_FIBER_RETURNED);
+    if (!END_BY_RETURN || !to->sp) {
+        switch_to(s, f, to);
+        abort(); /* nobody switches to an ended fiber */
+    }
+    s->stats.switches++;
+    vms__san_leave(NULL, to->base, to->size);
+    return to->sp;
 }
 
 /* Not instrumented: its frame lies among the poisoned redzones of abandoned frames. */
@@ -306,23 +345,32 @@ struct vms_fiber_desc *vms__fiber_current(void)
 
 /* ---- spawning ---- */
 
+/* The name, cut to the task record's size; the default is two stores, not a loop. */
 static void set_name(char *dst, const char *src)
 {
-    size_t i = 0;
+    size_t cap = sizeof ((struct vms_task *)0)->name, n;
 
-    for (; src[i] && i < sizeof ((struct vms_task *)0)->name - 1; i++)
-        dst[i] = src[i];
-    dst[i] = 0;
+    if (!src) {
+        memcpy(dst, "fiber", sizeof "fiber");
+        return;
+    }
+    n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
 }
 
 static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
-                  void *(*fn)(void *), void *arg, const vms_fiber_opts *opts)
+                  void *(*fn)(void *), void *arg, const vms_fiber_opts *opts, size_t colour, bool canary)
 {
     uint64_t id = new_id(s);
     vms_fiber_hook start_hook;
+    uint32_t mxcsr;
+    uint16_t fpucw;
 
+    f->sp = NULL;
     f->base = base;
     f->size = size;
+    f->top = (char *)base + size - colour;
     f->fn = fn;
     f->arg = arg;
     f->joiner = NULL;
@@ -331,14 +379,18 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
     f->task = task;
     f->ended = f->dying = false;
     f->detached = opts->detached != 0;
+    f->canary = canary;
     f->san_fake = NULL;
     f->san_tsan = vms__san_fiber_create();
+    /* The spawner's floating-point control state, as Boost's make_fcontext gives. */
+    __asm__("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpucw));
+    f->fpenv = mxcsr | (uint64_t)fpucw << 32;
     task->kind = VMS_TASK_FIBER;
     task->id = id;
     task->start = (void *)fn;
-    set_name(task->name, opts->name ? opts->name : "fiber");
-    *(uint64_t *)f->base = VMS_STACK_END_MAGIC;
-    frame_init(f);
+    set_name(task->name, opts->name);
+    if (canary)
+        *(uint64_t *)f->base = VMS_STACK_END_MAGIC;
     if ((start_hook = atomic_load_explicit(&vms__fiber_start_hook, memory_order_relaxed)))
         start_hook(f);
     atomic_store_explicit(&f->owner, s->serial, memory_order_relaxed);
@@ -350,6 +402,58 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
 }
 
 static const vms_fiber_opts no_opts;
+
+/*
+ * Stack colouring.  Every stack top has the same address modulo the page
+ * size, so in a ring of fibers all first frames would fall into one set of
+ * the L1 cache and evict one another.  A fiber's first frame starts
+ * (slot % COLOURS) * 64 bytes below its stack's top instead; the colour is
+ * taken from the slack of the stack's size class, and fibers ask for 2 KiB
+ * more than their size to make sure there is some, so the usable stack
+ * never shrinks below the request (a 64 KiB fiber gets an 80 KiB class,
+ * which costs address space, not memory).  Not in the mprotect
+ * mode: there fibers share the region of bare stacks of their size, since
+ * the guards of another region's chunks would cost VMAs, which that mode
+ * runs out of first.
+ */
+#define COLOURS 32u
+#define COLOUR_STEP 64u
+
+/* The region for fibers of stack size `size` as asked (0: the default), with room for colours when it fits. */
+static int region_get(struct vms_sched *s, size_t size)
+{
+    const size_t room = COLOURS * COLOUR_STEP;
+    size_t want;
+    int rc;
+    struct vms_region *r;
+
+    if ((rc = vms__ensure_init()))
+        return rc;
+    want = size ? size : vms__g.cfg.stack_size;
+    /* A size vms_stack_alloc refuses gets its error message as asked. */
+    s->colour = vms__g.mode != VMS_GUARD_MPROTECT && want <= VMS_MAX_STACK - room;
+    if (!(r = vms__region_for(s->colour ? want + room : want, 0, &rc)))
+        return rc;
+    s->region = r;
+    s->region_size = size;
+    return 0;
+}
+
+/* vms_stack_alloc, less what a thread's scheduler needs to do only once, or once per stack size. */
+static int stack_get(struct vms_sched *s, vms_stack *st, size_t size)
+{
+    int rc = 0;
+
+    if (__builtin_expect(!s->region || s->region_size != size, 0) && (rc = region_get(s, size)))
+        return rc;
+    if (__builtin_expect(!s->ready, 0)) {
+        /* The spawning thread gets the overflow handler and its alternate stack. */
+        if ((rc = vms__thread_ready()))
+            return rc;
+        s->ready = true;
+    }
+    return vms__stack_take(s->region, st);
+}
 
 int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fiber_opts *opts)
 {
@@ -364,9 +468,9 @@ int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fibe
     if (!fn || (!h && !opts->detached))
         return vms__fail(EINVAL, "vms_fiber_spawn: %s",
                          !fn ? "no function to run" : "no place for the handle of a joinable fiber");
-    if ((rc = vms_stack_alloc(&st, opts->stack_size)))
+    if ((rc = stack_get(s, &st, opts->stack_size)))
         return rc;
-    slot = vms__slot_of_id(st.id);
+    slot = &s->region->slots[st.id & ((1u << VMS_SLOT_BITS) - 1)];
     f = vms__slot_fiber(slot);
     f->stack = st;
     f->owns_stack = true;
@@ -374,7 +478,9 @@ int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fibe
     /* Once per slot: the slot's stack never moves. */
     if (s->valgrind && !f->vg_id)
         f->vg_id = vms__san_stack_register(st.base, st.size);
-    start(s, f, &slot->task, st.base, st.size, fn, arg, opts);
+    /* The guard below catches an overflow first: no canary, no second page touched. */
+    start(s, f, &slot->task, st.base, st.size, fn, arg, opts,
+          s->colour ? (st.id % COLOURS) * COLOUR_STEP : 0, vms__g.mode == VMS_GUARD_NONE);
     if (h)
         *h = (vms_fiber){ .id = atomic_load_explicit(&f->id, memory_order_relaxed), .ref = f->ref };
     return 0;
@@ -390,7 +496,9 @@ int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base
     f->owns_stack = false;
     f->ref = VMS_FIBER_NOREF;
     f->vg_id = s->valgrind ? vms__san_stack_register(base, size) : 0;
-    start(s, f, task, base, size, fn, arg, opts ? opts : &no_opts);
+    /* The canary where no guard is below: a foreign stack, or guards off. */
+    start(s, f, task, base, size, fn, arg, opts ? opts : &no_opts, 0,
+          vms__g.mode == VMS_GUARD_NONE || !vms_on_stack(base, NULL));
     return 0;
 }
 
@@ -477,7 +585,9 @@ int vms_yield(void)
 
     if (!in_fiber(s))
         return vms__fail(EPERM, "vms_yield outside a fiber: the thread's own stack cannot yield; use vms_run");
-    leave_check(s, cur);
+    if (YIELD_PROBE)
+        stack_probe();
+    canary_check(s, cur);
     next = cur->next;
     if (next == cur)
         return 0;

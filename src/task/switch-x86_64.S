@@ -12,8 +12,7 @@
  *     0   MXCSR (4 bytes), x87 control word (2 bytes)
  *     8   r12, r13, r14, r15, rbx, rbp
  *    56   return address
- * fiber.c builds the same frame on a new stack, with vms__fiber_entry as
- * the return address and the descriptor in r12.
+ * vms__fiber_launch saves and resumes the same frame.
  */
 #if defined(__x86_64__)
 
@@ -78,24 +77,92 @@ vms__switch:
     .size   vms__switch, .-vms__switch
 
 /*
- * The first code a fiber runs, "returned to" by its first switch with the
- * stack pointer 16-byte aligned, so that the call below enters C as the ABI
- * wants (rsp + 8 aligned).  The return address is undefined: unwinders and
- * gdb stop here, at the base of the fiber.  vms__fiber_main never returns.
+ * void *vms__fiber_main(struct vms_fiber_desc *f) runs a fiber and returns
+ * the saved stack pointer of the context to resume after it.
+ *
+ * void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top,
+ *                        const uint64_t *fpenv)
+ * The first switch into a fiber: saves the current context as vms__switch
+ * does, loads the fiber's initial MXCSR and x87 control word from *fpenv,
+ * and CALLs vms__fiber_main on the new stack (top, 16-byte aligned); the
+ * fiber ends by RETurning here, and the context vms__fiber_main names is
+ * resumed as vms__switch would.  A call matched by its ret keeps the
+ * processor's return-address predictor aligned, where returning into a
+ * fresh stack (and leaving a dead one by a switch) mispredicts both times
+ * and every return of the joiner after them.
+ *
+ * On the fiber's stack this stub is the outermost frame: the return
+ * address is undefined (CFI) and the frame pointer zero, so backtrace(),
+ * libunwind, gdb and perf stop here cleanly.
  */
-    .globl  vms__fiber_entry
-    .hidden vms__fiber_entry
-    .type   vms__fiber_entry, @function
+    .globl  vms__fiber_launch
+    .hidden vms__fiber_launch
+    .type   vms__fiber_launch, @function
     .p2align 4
-vms__fiber_entry:
+vms__fiber_launch:
     .cfi_startproc
+    pushq   %rbp
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset rbp, 0
+    pushq   %rbx
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset rbx, 0
+    pushq   %r15
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r15, 0
+    pushq   %r14
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r14, 0
+    pushq   %r13
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r13, 0
+    pushq   %r12
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r12, 0
+    leaq    -8(%rsp), %rsp
+    .cfi_adjust_cfa_offset 8
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    .cfi_remember_state
+
+    movq    %rsp, (%rdi)
+    movq    %rdx, %rsp
+    .cfi_def_cfa rsp, 0
     .cfi_undefined rip
+    .cfi_undefined rbp
+    ldmxcsr (%rcx)
+    fldcw   4(%rcx)
     xorl    %ebp, %ebp
-    movq    %r12, %rdi
+    movq    %rsi, %rdi
     call    vms__fiber_main
-    ud2
+
+    movq    %rax, %rsp
+    .cfi_restore_state
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    leaq    8(%rsp), %rsp
+    .cfi_adjust_cfa_offset -8
+    popq    %r12
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r12
+    popq    %r13
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r13
+    popq    %r14
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r14
+    popq    %r15
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r15
+    popq    %rbx
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore rbx
+    popq    %rbp
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore rbp
+    ret
     .cfi_endproc
-    .size   vms__fiber_entry, .-vms__fiber_entry
+    .size   vms__fiber_launch, .-vms__fiber_launch
 
 #endif
 

@@ -16,8 +16,8 @@
  * it, except id and owner, which other threads read to reject handles.
  */
 struct vms_fiber_desc {
-    void *sp;                         /* saved stack pointer while switched out */
-    char *base;                       /* usable stack [base, base + size); canary at base */
+    void *sp;                         /* saved stack pointer while switched out; NULL until first run */
+    char *base;                       /* usable stack [base, base + size) */
     size_t size;
     struct vms_fiber_desc *next, *prev; /* ring of ready fibers */
     struct vms_fiber_desc *joiner;    /* who waits in vms_fiber_join for it */
@@ -29,9 +29,12 @@ struct vms_fiber_desc {
     void *on_kill_arg;
     struct vms_task *task;            /* name and id for reports */
     vms_stack stack;                  /* the vmstack stack, when owns_stack */
+    char *top;                        /* initial stack pointer, 16-byte aligned */
+    uint64_t fpenv;                   /* initial MXCSR | x87 control word << 32: the spawner's */
     uint32_t ref;                     /* handle's ref: stack id, or VMS_FIBER_NOREF */
     uint8_t end;                      /* vms_fiber_end, once ended */
     bool ended, detached, owns_stack, dying;
+    bool canary;                      /* VMS_STACK_END_MAGIC at base: only where no guard is below */
     void *san_fake;                   /* ASan fake stack while switched out */
     void *san_tsan;                   /* TSan fiber context */
     unsigned vg_id;                   /* valgrind stack registration, 0: none */
@@ -97,8 +100,9 @@ _Noreturn void vms__fiber_kill_current(int status);
 struct vms_fiber_desc *vms__fiber_current(void);
 
 /*
- * fiber.c: fibers on stacks vmstack did not allocate, for the benchmarks'
- * baselines (same scheduler and switch, other stack).  f and task are the
+ * fiber.c: fibers on stacks vmstack did not allocate, or on a bare vmstack
+ * stack without colour, for the benchmarks' baselines (same scheduler and
+ * switch, other stack; a canary unless a guard lies below).  f and task are the
  * caller's and must stay put until vms__fiber_wait returned; the handle of
  * such a fiber has ref VMS_FIBER_NOREF and is not accepted by the public
  * calls.  vms__fiber_wait is vms_fiber_join without freeing the stack.
@@ -132,12 +136,15 @@ bool vms__wait_idle(void);
 void vms__wait_forget(struct vms_fiber_desc *f);
 
 /*
- * switch-x86_64.S: saves the callee-saved state on the current stack, stores
- * the stack pointer in *save_sp, and resumes the context saved at to_sp.
+ * switch-x86_64.S: vms__switch saves the callee-saved state on the current
+ * stack, stores the stack pointer in *save_sp, and resumes the context
+ * saved at to_sp.  vms__fiber_launch saves the same way, then calls
+ * vms__fiber_main(f) on the fresh stack below top with the floating-point
+ * control state *fpenv, and when that returns, resumes the context saved
+ * at the stack pointer it returned.
  */
 void vms__switch(void **save_sp, void *to_sp);
-/* The first code of a fiber: the fiber's descriptor is in r12. */
-void vms__fiber_entry(void);
+void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, const uint64_t *fpenv);
 
 /*
  * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread
@@ -145,7 +152,7 @@ void vms__fiber_entry(void);
  * interposes them and points these past itself (dlsym RTLD_NEXT).
  * vms__thread_start_on creates a thread on st (which the caller keeps on
  * failure), fills its task record and puts a detached thread on the reap
- * list; entry must call vms__thread_begin(task) first in the new thread.
+ * list; entry must call vms__thread_begin() first in the new thread.
  * vms__thread_join joins with join and frees a vmstack stack;
  * vms__thread_reap frees the stacks of finished detached threads.
  * vms__thread_release frees a finished thread's stack, after calling
@@ -162,7 +169,7 @@ struct vms_pthread_fns {
 extern struct vms_pthread_fns vms__pthread;
 int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st, void *(*entry)(void *),
                          void *arg, const char *name, void *start);
-void vms__thread_begin(struct vms_task *task);
+void vms__thread_begin(void);
 int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **));
 void vms__thread_reap(void);
 void vms__thread_release(vms_stack *st);

@@ -113,11 +113,10 @@ void vms__thread_reap(void)
 
 /* ---- creating, joining, detaching ---- */
 
-void vms__thread_begin(struct vms_task *task)
+/* The tid is not asked for: the fault handler looks it up when a report needs it. */
+void vms__thread_begin(void)
 {
     vms__thread_ready();
-    if (task)
-        task->id = (uint64_t)vms__os_tid();
 }
 
 static void *thread_entry(void *p)
@@ -125,7 +124,7 @@ static void *thread_entry(void *p)
     struct start s = *(struct start *)p;
 
     free(p);
-    vms__thread_begin(s.task);
+    vms__thread_begin();
     if (s.task && s.task->name[0])
         prctl(PR_SET_NAME, s.task->name);
     return s.fn(s.arg);

@@ -134,7 +134,8 @@ static uintptr_t page_floor(uintptr_t a)
 
 /*
  * The window that ends at top: its lowest byte.  Never the stack's bottom
- * page (a fiber's canary lives there); 0 when nothing is left above it.
+ * page (where a fiber without guards keeps its canary); 0 when nothing is
+ * left above it.
  */
 static uintptr_t window_bottom(const struct task *t, uintptr_t top)
 {
@@ -695,7 +696,7 @@ void vms__trace_fiber_start(const struct vms_fiber_desc *f)
     struct task *t;
 
     if (task_open(f->base, f->base + f->size, false, guard, f->task, &t) == 0)
-        task_start(t, (uintptr_t)f->sp, page_floor((uintptr_t)f->sp) - vms__g.page);
+        task_start(t, (uintptr_t)f->top, page_floor((uintptr_t)f->top) - vms__g.page);
 }
 
 /* Copies t's chain (seqlock: retried while the handler writes it); false when out of memory. */

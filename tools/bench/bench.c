@@ -20,8 +20,12 @@ static const struct bench benches[] = {
     { "run", "a thread-heavy program, plain and under 'vmstack run': wall time, start to end", bench_run },
     { "trace", "a recursion-heavy program, plain and under 'vmstack run' and 'vmstack trace': CPU time",
       bench_trace },
-    { "cache", "spawn + join of fibers in bursts of 64: per-CPU cache on, off, off with no pool; 2 threads",
+    { "cache", "spawn + join of fibers in bursts of 64: per-CPU cache on, off, off with no pool; 2 threads; "
+               "2 threads allocating bursts of 8..128 stacks",
       bench_cache },
+    { "ring", "one turn in a ring of 2..4096 fibers touching 256 bytes each: stack colouring on and off", bench_ring },
+    { "peers", "spawn + run + exit and switch: vmstack against Boost.Context (fixedsize, pooled, protected)",
+      bench_peers },
     { "tlb", "switch cost against live fibers (1..100,000): guarded 4 KiB pages vs huge pages", bench_tlb },
     { "echo", "a TCP echo server, 1,000 connections: fibers vs a thread per connection vs an epoll loop; "
               "memory per idle connection (10,000)", bench_echo },
@@ -216,7 +220,8 @@ static void help(void)
            "  --json      print one JSON object with every benchmark's figures to stdout\n"
            "              (the table goes to stderr)\n"
            "  --plot DIR  also draw PNG plots with gnuplot into DIR (created if needed):\n"
-           "              vmstack-{spawn,thread,tlb,scale,alloc,switch,echo,echo-rss}.png, their .dat files\n"
+           "              vmstack-{spawn,thread,tlb,scale,alloc,switch,echo,echo-rss,ring,burst,peers}.png,\n"
+           "              their .dat files\n"
            "              and the script vmstack-plots.gp; nothing else in DIR is touched\n\n"
            "VMSTACK_BENCH_QUICK=1 runs a reduced version (fewer rounds, smaller sizes) for tests.\n\n"
            "Benchmarks:\n");

@@ -109,6 +109,7 @@ int bench_child_main(const char *worker);
 /* Workers: one measurement for arg, or a negative value after printing why. */
 double bench_cache_worker(long fibers);
 double bench_cache2_worker(long fibers);
+double bench_burst_worker(long arg); /* stacks in all * 1024 + burst size */
 double bench_scale_ceiling_worker(long max);
 double bench_run_worker(long threads);
 double bench_trace_worker(long rounds); /* bench_trace.c */
@@ -149,5 +150,7 @@ int bench_cache(void);
 int bench_scale(void);
 int bench_tlb(void);
 int bench_echo(void);   /* bench_echo.c */
+int bench_ring(void);
+int bench_peers(void); /* bench_peers.c, with Boost.Context's side in peers_boost.cpp */
 
 #endif

@@ -29,6 +29,7 @@ struct worker {
 static const struct worker workers[] = {
     { "cache", bench_cache_worker },
     { "cache2", bench_cache2_worker },
+    { "burst", bench_burst_worker },
     { "ceiling", bench_scale_ceiling_worker },
     { "runload", bench_run_worker },
     { "traceload", bench_trace_worker }, /* bench trace */

@@ -47,6 +47,12 @@ static const struct plot_def defs[] = {
       "requests per second", "median of interleaved runs", 0, 0 },
     { "echo-rss", BARS, "Resident memory per idle connection, 10,000 connections open", "server",
       "bytes per connection", "one shot", 0, 0 },
+    { "ring", LINES, "One turn (256 bytes written + yield) in a ring of N fibers, 64 KiB stacks: colour on and off",
+      "fibers in the ring (log scale)", "CPU ns per turn", NULL, 1, 0 },
+    { "burst", LINES, "Two threads allocating bursts of W stacks, then freeing them: per-CPU caches on and off",
+      "burst size W (log scale)", "CPU ns per stack (alloc + free)", NULL, 1, 0 },
+    { "peers", BARS, "vmstack against Boost.Context: spawn + run + exit (64 KiB stacks), switch", "operation",
+      "ns per operation (log scale)", "median of interleaved runs", 0, 1 },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
