@@ -3,7 +3,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
-          python3 xz-utils binutils)
+          python3 xz-utils binutils strace)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
