@@ -61,6 +61,12 @@ static _Atomic int policy[3];          /* by vms_overflow_task */
 static _Atomic(vms_overflow_fn) policy_fn;
 static void *_Atomic policy_arg;
 
+/* Free in a child after fork, whatever another thread was doing (core/fork.c). */
+__attribute__((constructor)) static void install_lock_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_FAULT_INSTALL, &install_lock);
+}
+
 #define TLS_IE __thread __attribute__((tls_model("initial-exec")))
 static TLS_IE int alt_ready;           /* this thread has its altstack (or is getting it) */
 static TLS_IE vms_stack alt;

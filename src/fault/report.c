@@ -373,6 +373,12 @@ static struct sink sinks[2];   /* the one in use and the next, swapped on change
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic pid_t writer;   /* tid of the thread writing a report, or 0 */
 
+/* Free in a child after fork, whatever another thread was doing (core/fork.c). */
+__attribute__((constructor)) static void sink_lock_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_FAULT_SINK, &sink_lock);
+}
+
 static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg)
 {
     struct sink *next;
