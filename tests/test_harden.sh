@@ -18,6 +18,75 @@ nofork)
         fail "vmstack run -- true under strace: $(cat "$tmp/err")"
     [ ! -s "$tmp/trace" ] || fail "start-up made a process or thread: $(cat "$tmp/trace")"
     ;;
+forkstress)
+    # fork() while other threads create, join and detach: no child may hang on a lock.
+    "$vmstack" run -- "$bin/run_forkstress" > "$tmp/out" 2> "$tmp/err" || fail "$(cat "$tmp/out" "$tmp/err")"
+    grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
+    ;;
+fds)
+    command -v bash > /dev/null && command -v flock > /dev/null || skip "bash or flock not installed"
+    # A program that opens fd 200 (the cron idiom) gets its own file there, and the table is not in it.
+    "$vmstack" run -- bash -c "exec 200>'$tmp/data'; echo mine >&200; ls -l /proc/\$\$/fd/200 >&2" \
+        > /dev/null 2> "$tmp/err" || fail "exec 200>: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/data")" = mine ] || fail "fd 200: the program's file holds: $(cat "$tmp/data")"
+    grep -q "stack usage of bash" "$tmp/err" || fail "fd 200: no table on stderr: $(cat "$tmp/err")"
+    # The flock idiom keeps mutual exclusion: the second holder is refused.
+    "$vmstack" run -- bash -c "exec 200>'$tmp/lock'; flock -n 200 || exit 9; touch '$tmp/held'; sleep 2" \
+        2> /dev/null &
+    i=0; while [ ! -e "$tmp/held" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    "$vmstack" run -- bash -c "exec 200>'$tmp/lock'; flock -n 200 || exit 9; exit 0" 2> /dev/null; rc=$?
+    wait
+    [ "$rc" = 9 ] || fail "flock -n 200 succeeded twice under vmstack run (exit $rc)"
+    # fd 2 reopened to a data file receives nothing of ours: the table goes to the stderr of the start.
+    "$vmstack" run -- bash -c "exec 2>'$tmp/data2'; echo mine >&2" 2> "$tmp/err" || fail "exec 2>"
+    [ "$(cat "$tmp/data2")" = mine ] || fail "fd 2 reopened: the program's file holds: $(cat "$tmp/data2")"
+    grep -q "stack usage of bash" "$tmp/err" || fail "fd 2 reopened: no table: $(cat "$tmp/err")"
+    # Nor does an overflow report go there.
+    "$vmstack" run --stack-size 64K -- "$bin/run_overflow" reopen "$tmp/data3" > /dev/null 2> "$tmp/err"; rc=$?
+    [ "$rc" = 139 ] || fail "overflow after reopening fd 2: exit $rc: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/data3")" = "the program's own" ] || fail "overflow: the program's file holds: $(cat "$tmp/data3")"
+    grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "overflow: no report: $(cat "$tmp/err")"
+    ;;
+env)
+    # Every bad VMSTACK_* value: exit 2 before the program runs, one line naming the variable.
+    for e in VMSTACK_GUARD=foo VMSTACK_GUARD_SIZE=12Q VMSTACK_GUARD_SIZE=-1 VMSTACK_GUARD_SIZE=1000 \
+             VMSTACK_STACK_SIZE=8K VMSTACK_STACK_SIZE=abc VMSTACK_RESERVE=4K VMSTACK_RESERVE=x \
+             VMSTACK_CACHE=65 VMSTACK_CACHE=-1 VMSTACK_POOL=x VMSTACK_SCRUB=2 VMSTACK_SCRUB=yes; do
+        for sub in run trace; do
+            env "$e" "$vmstack" $sub -- touch "$tmp/ran" > /dev/null 2> "$tmp/err"; rc=$?
+            [ "$rc" = 2 ] || fail "$e vmstack $sub: exit $rc, expected 2"
+            [ ! -e "$tmp/ran" ] || fail "$e vmstack $sub: the program ran"
+            [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^vmstack $sub: ${e%%=*}=" "$tmp/err" ||
+                fail "$e vmstack $sub: $(cat "$tmp/err")"
+        done
+    done
+    grep -q 'expected a whole number from 0 to 1' "$tmp/err" || fail "accepted values not named: $(cat "$tmp/err")"
+    # The preload library, given a bad value by hand, says so and leaves the program alone.
+    env VMSTACK_RUN_REPORT_SIGNAL=11 LD_PRELOAD="$(dirname "$vmstack")/libvmstack-preload.so" true 2> "$tmp/err" ||
+        fail "preload with a bad value: the program failed"
+    grep -q '^vmstack run: VMSTACK_RUN_REPORT_SIGNAL=11: expected .*runs without vmstack$' "$tmp/err" ||
+        fail "preload with a bad value: $(cat "$tmp/err")"
+    # Protection that cannot be set up at run time is one line, not silence.
+    (ulimit -v 4000000; "$vmstack" run -- true) 2> "$tmp/err" || fail "ulimit -v: exit status"
+    grep -q '^vmstack run: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v' "$tmp/err" ||
+        fail "ulimit -v: $(cat "$tmp/err")"
+    # A setuid program would drop the preload: refused unless --allow-unprotected.
+    if [ "$(id -u)" = 0 ]; then
+        cp /bin/true "$tmp/suid"; chown nobody "$tmp/suid"; chmod 4755 "$tmp/suid"
+        "$vmstack" run -- "$tmp/suid" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 2 ] && grep -q 'is setuid or setgid' "$tmp/err" || fail "setuid: exit $rc: $(cat "$tmp/err")"
+        "$vmstack" run --allow-unprotected -- "$tmp/suid" 2> "$tmp/err" || fail "setuid allowed: exit status"
+        grep -q 'runs without vmstack' "$tmp/err" || fail "setuid allowed: $(cat "$tmp/err")"
+    fi
+    ;;
+reportsignal)
+    # --report-signal is the program's: its children keep the default action (death: 128 + 10).
+    "$vmstack" run --report-signal USR1 -- sh -c 'sleep 5 & c=$!; sleep 0.3; kill -USR1 $c; wait $c; echo $?' \
+        > "$tmp/out" 2> /dev/null || fail "exit status"
+    [ "$(cat "$tmp/out")" = 138 ] || fail "the child survived SIGUSR1: $(cat "$tmp/out")"
+    "$vmstack" run --report-signal USR1 -- "$bin/run_forkstress" usr1 > "$tmp/out" 2> /dev/null ||
+        fail "forked child: $(cat "$tmp/out")"
+    ;;
 *)
     fail "unknown case"
     ;;

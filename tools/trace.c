@@ -34,7 +34,8 @@ static void help(void)
            "  --all-lines           file:line also from separately installed debug files\n"
            "                        (/usr/lib/debug; 0.1-0.2 s per library at exit);\n"
            "                        by default only from modules built with -g\n"
-           "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG\n"
+           "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
+           "  --allow-unprotected\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
 }
@@ -90,6 +91,8 @@ static int parse(int argc, char **argv, struct trace_args *a)
                 continue;
             }
             a->run_argv[a->run_argc++] = argv[i - 1];
+            a->run_argv[a->run_argc++] = argv[i];
+        } else if (!strcmp(o, "--allow-unprotected")) {
             a->run_argv[a->run_argc++] = argv[i];
         } else if (!strcmp(o, "--all-lines")) {
             a->all_lines = true;

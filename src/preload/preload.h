@@ -32,7 +32,6 @@ struct run_opts {
     const char *output;
     int report_signal;  /* 0: none */
     pid_t pid;          /* 0: any */
-    int err_fd;         /* the program's stderr, as it was at start */
 };
 extern struct run_opts vms__run_opts;
 
@@ -62,6 +61,16 @@ struct run_thread {
     char name[16];
 };
 
+/*
+ * outfd.c: where the table, the overflow reports and the preload's notices
+ * go: the program's stderr as it was at start, checked before every write
+ * (see outfd.c).  vms__out_write and vms__out_report are async-signal-safe.
+ */
+void vms__out_init(void);
+int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
+void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vms__out_report(const char *text, size_t len, void *unused);
+
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
 void vms__sigchain_init(void);  /* before the overflow handler is installed */
 void vms__sigchain_start(void); /* after: the program's sigaction calls are recorded */
@@ -88,6 +97,8 @@ size_t vms__run_measure(const struct run_thread *t);
 void vms__run_table(const char *why);
 /* The table at exit, once, by the process 'vmstack run' started. */
 void vms__run_exit_table(void);
+/* Registers the table's part of the fork handling (core/fork.c). */
+void vms__run_fork_init(void);
 /* Starts the helper thread that prints the table on opts.report_signal. */
 int vms__run_signal_init(void);
 /* The main thread's stack VMA ([stack] in /proc/self/maps). */

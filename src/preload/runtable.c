@@ -35,6 +35,7 @@
 extern void *__libc_stack_end; /* ld.so: the stack pointer the program started with */
 
 static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER; /* one table at a time */
 static struct run_thread *live;          /* running threads */
 static struct run_thread **done;         /* finished threads' rows */
 static size_t ndone, done_cap;
@@ -452,7 +453,7 @@ static void write_file(const char *path, const char *text, size_t len)
 
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
         if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-            dprintf(vms__run_opts.err_fd, "vmstack run: cannot write %s: %s\n", path, strerror(errno));
+            vms__out_printf("vmstack run: cannot write %s: %s\n", path, strerror(errno));
             return;
         }
         write_all(fd, text, len);
@@ -461,20 +462,19 @@ static void write_file(const char *path, const char *text, size_t len)
     }
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
-        dprintf(vms__run_opts.err_fd, "vmstack run: cannot write %s: %s\n", tmp, strerror(errno));
+        vms__out_printf("vmstack run: cannot write %s: %s\n", tmp, strerror(errno));
         return;
     }
     write_all(fd, text, len);
     close(fd);
     if (rename(tmp, path)) {
-        dprintf(vms__run_opts.err_fd, "vmstack run: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
+        vms__out_printf("vmstack run: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
         unlink(tmp);
     }
 }
 
 void vms__run_table(const char *why)
 {
-    static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
     char *text = NULL;
     size_t len = 0, n;
     struct row *rows;
@@ -492,7 +492,7 @@ void vms__run_table(const char *why)
         if (vms__run_opts.output)
             write_file(vms__run_opts.output, text, len);
         else
-            write_all(vms__run_opts.err_fd, text, len);
+            vms__out_write(text, len);
     }
     free(text);
     free(rows);
@@ -511,6 +511,47 @@ void vms__run_exit_table(void)
 /* ---- the table on a signal ---- */
 
 static int sig_pipe[2] = { -1, -1 };
+
+/*
+ * A child made by fork() is not the program 'vmstack run' started: its
+ * report signal has its default action again (the helper thread that
+ * would print the table is not in the child anyway).
+ */
+static void signal_child(void)
+{
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+    if (vms__run_opts.report_signal && sig_pipe[0] >= 0) {
+        sigemptyset(&dfl.sa_mask);
+        sigaction(vms__run_opts.report_signal, &dfl, NULL);
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        sig_pipe[0] = sig_pipe[1] = -1;
+    }
+}
+
+static void out_lock_take(void)
+{
+    pthread_mutex_lock(&out_lock);
+}
+
+static void out_lock_release(void)
+{
+    pthread_mutex_unlock(&out_lock);
+}
+
+static void out_lock_child(void)
+{
+    signal_child();
+    out_lock_release();
+}
+
+/* The table's locks, free and whole in a child after fork (core/fork.c). */
+void vms__run_fork_init(void)
+{
+    vms__fork_mutex(VMS_FORK_RUN_ROWS, &rows_lock);
+    vms__fork_hook(VMS_FORK_RUN_OUTPUT, out_lock_take, out_lock_release, out_lock_child);
+}
 
 /* Async-signal-safe: only a write to the helper thread's pipe. */
 static void on_report_signal(int sig)
