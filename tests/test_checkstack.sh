@@ -23,13 +23,14 @@ fail() {
 }
 
 # json_field NAME FIELD < JSON: a field of the function NAME (one function per line).
-json_field() {
-    awk -v name="\"$1\"" -v field="\"$2\"" '
-        index($0, "{\"name\": " name ",") {
-            n = split($0, kv, /, |{|}/)
-            for (i = 1; i <= n; i++)
-                if (index(kv[i], field ": ") == 1) { sub(/^[^:]*: /, "", kv[i]); print kv[i] }
-        }'
+json_field() { # FUNCTION FIELD < checkstack's JSON: the field of that function, as JSON
+    python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+for f in doc["functions"]:
+    if f["name"] == sys.argv[1]:
+        print(json.dumps(f[sys.argv[2]]))
+        break' "$1" "$2"
 }
 
 # compare FLAGS: one build of cs_frames against its .su file.
@@ -103,6 +104,14 @@ rc=$?
 "$VMSTACK" checkstack --guard 12Q "$SHLIB" 2>/dev/null
 [ $? = 2 ] || fail "bad size: not exit 2"
 "$VMSTACK" checkstack --help | grep -q '^usage: vmstack checkstack' || fail "--help"
+# Options and files in any order; --opt=value and --opt value alike.
+a=$("$VMSTACK" checkstack --json --min 64 "$SHLIB") || fail "--json --min 64 FILE"
+b=$("$VMSTACK" checkstack "$SHLIB" --min=64 --json) || fail "FILE --min=64 --json"
+[ "$a" = "$b" ] || fail "option order changes the output"
+"$VMSTACK" checkstack --bogus "$SHLIB" 2>/dev/null
+[ $? = 2 ] || fail "unknown option: not exit 2"
+err=$("$VMSTACK" checkstack "$SHLIB" --min 2>&1 >/dev/null)
+[ "$err" = "vmstack checkstack: --min needs a value (see 'vmstack checkstack --help')" ] || fail "missing value: $err"
 
 # No call-frame information, and a stripped executable.
 printf 'int f(int x) { return x + 1; }\n' > "$TMP/nocfi.c"

@@ -10,10 +10,13 @@ fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
 skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
 
 # json FILE PYTHON-EXPR: evaluates EXPR with t = the table's threads, r = the table.
+# Strict: NaN and Infinity are not JSON, and the file must be valid UTF-8.
 json() {
     python3 - "$1" "$2" <<'EOF'
 import json, sys
-r = json.load(open(sys.argv[1]))
+def no_constant(c):
+    raise ValueError("not JSON: " + c)
+r = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), parse_constant=no_constant)
 t = r["threads"]
 v = eval("(" + sys.argv[2] + ")")
 print(v)
@@ -46,7 +49,18 @@ usage)
         grep -q '^vmstack run: ' "$tmp/err" || fail "vmstack run $args: $(cat "$tmp/err")"
     done
     grep -q 'not dynamically linked' "$tmp/err" || fail "static program: $(cat "$tmp/err")"
+    # Options take their value after '=' or as the next word; options stop at PROG.
+    "$vmstack" run --stack-size=1M --guard=64K -- true || fail "--stack-size=1M"
+    "$vmstack" run --stack-size 1M true || fail "--stack-size 1M without --"
+    "$vmstack" run -o "$tmp/o.txt" -- sh -c 'exit 0' --json || fail "PROG's own options after PROG"
+    [ -s "$tmp/o.txt" ] && ! grep -q '^{' "$tmp/o.txt" || fail "an option after PROG was taken as vmstack's"
     "$vmstack" run --help | grep -q -- '--stack-size' || fail "--help"
+    ;;
+json_utf8)
+    # A thread name cut inside a character, and one with quotes and a control character.
+    "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_threadname" || fail "run_threadname"
+    json "$tmp/t.json" "sorted(x['name'] for x in t if x['name'] != 'run_threadname') ==
+        ['abcdefghijklmn\\ufffd', 'q\"b\\\\\\x01']" > /dev/null || fail "names: $(cat "$tmp/t.json")"
     ;;
 recurse)
     # Peak within one page of the depth the thread really reached.

@@ -2,6 +2,8 @@
 #ifndef VMS_CMD_H
 #define VMS_CMD_H
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /*
@@ -25,7 +27,20 @@ int cmd_checkstack(int argc, char **argv);
 /* Prints "vmstack SUB: reason (see 'vmstack SUB --help')" and returns CMD_USAGE. */
 int cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* True if argv holds -h or --help before any "--". */
-int cmd_wants_help(int argc, char **argv);
+/*
+ * The option parser of every subcommand (options.c): getopt_long, so
+ * "--opt=value" and "--opt value" are the same and "--" ends the options;
+ * -h/--help is every command's.  longopts ends with a zero entry; an
+ * option whose val is a printable character also has that short form.
+ * With program set, options end at the first operand (what follows PROG is
+ * PROG's); otherwise options and operands may be mixed.  Calls on(ctx, val,
+ * value) for each option in order; a non-zero return stops and is returned.
+ * Returns 0 with *first the index of the first operand, CMD_HELP for
+ * -h/--help, or CMD_USAGE after the one-line usage error for an unknown
+ * option or a missing value.
+ */
+#define CMD_HELP (-1)
+int cmd_options(const char *sub, int argc, char **argv, const struct option *longopts, bool program,
+                int (*on)(void *ctx, int opt, const char *arg), void *ctx, int *first);
 
 #endif

@@ -218,16 +218,26 @@ static int show_fibers(void)
     return t.wrong || t.killed != 1 ? -1 : 0;
 }
 
+static int no_option(void *ctx, int opt, const char *v)
+{
+    (void)ctx, (void)opt, (void)v;
+    return CMD_USAGE;
+}
+
 int cmd_demo(int argc, char **argv)
 {
+    static const struct option none[] = {{0}};
     vms_stack *st;
+    int first, rc;
 
-    if (cmd_wants_help(argc, argv)) {
+    if ((rc = cmd_options("demo", argc, argv, none, false, no_option, NULL, &first)) == CMD_HELP) {
         help();
         return CMD_OK;
     }
-    if (argc > 1)
-        return cmd_usage_error("demo", "unexpected argument '%s'", argv[1]);
+    if (rc)
+        return rc;
+    if (first < argc)
+        return cmd_usage_error("demo", "unexpected argument '%s'", argv[first]);
     if (vms_init(NULL)) {
         fprintf(stderr, "vmstack demo: %s\n", vms_last_error());
         return CMD_FAIL;

@@ -25,14 +25,6 @@ int cmd_usage_error(const char *sub, const char *fmt, ...)
     return CMD_USAGE;
 }
 
-int cmd_wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-            return 1;
-    return 0;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: vmstack COMMAND [OPTIONS] [ARGS]\n\n"

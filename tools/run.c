@@ -129,45 +129,52 @@ static int check_output(const char *v, char *abs, size_t n)
     return 0;
 }
 
+enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED };
+
+static const struct option run_options[] = {
+    {"guard", required_argument, NULL, OPT_GUARD},
+    {"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"output", required_argument, NULL, 'o'},
+    {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
+    {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
+    {0},
+};
+
+static int on_option(void *ctx, int opt, const char *v)
+{
+    struct run_args *a = ctx;
+
+    switch (opt) {
+    case OPT_GUARD:
+        return check_size("--guard", a->guard = v, (size_t)sysconf(_SC_PAGESIZE), VMS_MAX_GUARD);
+    case OPT_STACK_SIZE:
+        return check_size("--stack-size", a->stack_size = v, VMS_MIN_STACK, VMS_MAX_STACK);
+    case OPT_JSON:
+        a->json = true;
+        return 0;
+    case 'o':
+        a->output = v;
+        return 0;
+    case OPT_REPORT_SIGNAL:
+        return check_signal(a->report_signal = v);
+    case OPT_ALLOW_UNPROTECTED:
+        a->allow_unprotected = true;
+        return 0;
+    }
+    return CMD_USAGE;
+}
+
 static int parse(int argc, char **argv, struct run_args *a)
 {
-    int i, rc;
+    int rc = cmd_options("run", argc, argv, run_options, true, on_option, a, &a->prog);
 
-    for (i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char **val = !strcmp(o, "--guard") ? &a->guard
-                           : !strcmp(o, "--stack-size") ? &a->stack_size
-                           : !strcmp(o, "--output") || !strcmp(o, "-o") ? &a->output
-                           : !strcmp(o, "--report-signal") ? &a->report_signal
-                           : NULL;
-        if (val) {
-            if (++i == argc)
-                return cmd_usage_error("run", "%s needs a value", o);
-            *val = argv[i];
-        } else if (!strcmp(o, "--json")) {
-            a->json = true;
-        } else if (!strcmp(o, "--allow-unprotected")) {
-            a->allow_unprotected = true;
-        } else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            /* Only before PROG: 'vmstack run prog --help' is prog's help. */
-            a->help = true;
-            return 0;
-        } else if (!strcmp(o, "--")) {
-            i++;
-            break;
-        } else if (o[0] == '-') {
-            return cmd_usage_error("run", "unknown option '%s'", o);
-        } else {
-            break;
-        }
-    }
-    if (i >= argc)
-        return cmd_usage_error("run", "no program given");
-    a->prog = i;
-    if ((a->guard && (rc = check_size("--guard", a->guard, (size_t)sysconf(_SC_PAGESIZE), VMS_MAX_GUARD))) ||
-        (a->stack_size && (rc = check_size("--stack-size", a->stack_size, VMS_MIN_STACK, VMS_MAX_STACK))) ||
-        (a->report_signal && (rc = check_signal(a->report_signal))))
+    if (rc == CMD_HELP)
+        a->help = true;
+    else if (rc)
         return rc;
+    else if (a->prog >= argc)
+        return cmd_usage_error("run", "no program given");
     return 0;
 }
 

@@ -47,13 +47,6 @@ struct trace_args {
     bool help, all_lines;
 };
 
-/* Options of 'run' that take a value. */
-static bool run_option_with_value(const char *o)
-{
-    return !strcmp(o, "--guard") || !strcmp(o, "--stack-size") || !strcmp(o, "--output") || !strcmp(o, "-o") ||
-           !strcmp(o, "--report-signal");
-}
-
 static int check_args(const struct trace_args *a)
 {
     size_t n;
@@ -70,46 +63,68 @@ static int check_args(const struct trace_args *a)
     return 0;
 }
 
+enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
+       OPT_ALLOW_UNPROTECTED };
+
+/* Ours, then the options of 'run', which go on to it as they came. */
+static const struct option trace_options[] = {
+    {"warn-frame", required_argument, NULL, OPT_WARN_FRAME},
+    {"warn-depth", required_argument, NULL, OPT_WARN_DEPTH},
+    {"all-lines", no_argument, NULL, OPT_ALL_LINES},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"guard", required_argument, NULL, OPT_GUARD},
+    {"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+    {"output", required_argument, NULL, 'o'},
+    {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
+    {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
+    {0},
+};
+
+static int on_option(void *ctx, int opt, const char *v)
+{
+    struct trace_args *a = ctx;
+    const struct option *o = trace_options;
+    char *arg;
+
+    switch (opt) {
+    case OPT_WARN_FRAME:
+        a->warn_frame = v;
+        return 0;
+    case OPT_WARN_DEPTH:
+        a->warn_depth = v;
+        return 0;
+    case OPT_ALL_LINES:
+        a->all_lines = true;
+        return 0;
+    case OPT_JSON:
+        return cmd_usage_error("trace", "--json: the trace report is text only");
+    case OPT_ALLOW_UNPROTECTED:
+        a->run_argv[a->run_argc++] = (char *)"--allow-unprotected";
+        return 0;
+    }
+    while (o->val != opt)
+        o++;
+    if (asprintf(&arg, "--%s=%s", o->name, v) < 0)
+        return CMD_FAIL;
+    a->run_argv[a->run_argc++] = arg;
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct trace_args *a)
 {
-    int i;
+    int i, rc;
 
     a->run_argv = calloc((size_t)argc + 2, sizeof *a->run_argv);
     if (!a->run_argv)
         return CMD_FAIL;
     a->run_argv[a->run_argc++] = "run";
-    for (i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char **val = !strcmp(o, "--warn-frame")   ? &a->warn_frame
-                           : !strcmp(o, "--warn-depth") ? &a->warn_depth
-                                                        : NULL;
-        if (val || run_option_with_value(o)) {
-            if (++i == argc)
-                return cmd_usage_error("trace", "%s needs a value", o);
-            if (val) {
-                *val = argv[i];
-                continue;
-            }
-            a->run_argv[a->run_argc++] = argv[i - 1];
-            a->run_argv[a->run_argc++] = argv[i];
-        } else if (!strcmp(o, "--allow-unprotected")) {
-            a->run_argv[a->run_argc++] = argv[i];
-        } else if (!strcmp(o, "--all-lines")) {
-            a->all_lines = true;
-        } else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            a->help = true;
-            return 0;
-        } else if (!strcmp(o, "--json")) {
-            return cmd_usage_error("trace", "--json: the trace report is text only");
-        } else if (!strcmp(o, "--")) {
-            i++;
-            break;
-        } else if (o[0] == '-') {
-            return cmd_usage_error("trace", "unknown option '%s'", o);
-        } else {
-            break;
-        }
+    rc = cmd_options("trace", argc, argv, trace_options, true, on_option, a, &i);
+    if (rc == CMD_HELP) {
+        a->help = true;
+        return 0;
     }
+    if (rc)
+        return rc;
     if (i >= argc)
         return cmd_usage_error("trace", "no program given");
     a->run_argv[a->run_argc++] = "--";

@@ -44,6 +44,9 @@ void vms__json_init(struct vms_json *j, char *buf, size_t cap, vms_json_sink sin
 /* Flushes what is left; 0, or the first error (sink's, or -EINVAL for unbalanced nesting). */
 int vms__json_end(struct vms_json *j);
 
+/* Sends what is buffered to the sink now (before a fork, or between parts written over time). */
+void vms__json_flush(struct vms_json *j);
+
 void vms__json_obj(struct vms_json *j);      /* { */
 void vms__json_obj_end(struct vms_json *j);  /* } */
 void vms__json_arr(struct vms_json *j);      /* [ */

@@ -17,6 +17,7 @@
  */
 #include "fault/fault.h"
 #include "preload/preload.h"
+#include "core/json.h"
 #include "trace/trace.h"
 
 #include <dlfcn.h>
@@ -370,53 +371,71 @@ static void text_row(FILE *f, const struct row *r)
             r->user_stack ? "  user stack" : "", r->running ? "  running" : "");
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void json_row(FILE *f, const struct row *r)
+static void json_row(struct vms_json *j, const struct row *r)
 {
     char start[128];
 
     start_name(r, start, sizeof start);
-    fprintf(f, "{\"tid\": %d, \"name\": ", (int)r->tid);
-    json_str(f, r->name);
-    fprintf(f, ", \"start\": ");
-    json_str(f, start);
-    fprintf(f, ", \"stack_size\": %zu, \"guard_size\": %zu, ", r->stack, r->user_stack ? 0 : r->guard);
+    vms__json_obj(j);
+    vms__json_key(j, "tid");
+    vms__json_int(j, r->tid);
+    vms__json_key(j, "name");
+    vms__json_str(j, r->name);
+    vms__json_key(j, "start");
+    vms__json_str(j, start);
+    vms__json_key(j, "stack_size");
+    vms__json_uint(j, r->stack);
+    vms__json_key(j, "guard_size");
+    vms__json_uint(j, r->user_stack ? 0 : r->guard);
+    vms__json_key(j, "peak_bytes");
     if (r->measured)
-        fprintf(f, "\"peak_bytes\": %zu, \"used_pct\": %.2f, ", r->peak, used_pct(r));
+        vms__json_uint(j, r->peak);
     else
-        fprintf(f, "\"peak_bytes\": null, \"used_pct\": null, ");
-    fprintf(f, "\"tls_bytes\": %zu, \"user_stack\": %s, \"running\": %s, \"count\": %lu}", r->top,
-            r->user_stack ? "true" : "false", r->running ? "true" : "false", r->count);
+        vms__json_null(j);
+    vms__json_key(j, "used_pct");
+    if (r->measured)
+        vms__json_double(j, r->stack ? (double)((r->peak * 10000 + r->stack / 2) / r->stack) / 100 : 0.0);
+    else
+        vms__json_null(j);
+    vms__json_key(j, "tls_bytes");
+    vms__json_uint(j, r->top);
+    vms__json_key(j, "user_stack");
+    vms__json_bool(j, r->user_stack);
+    vms__json_key(j, "running");
+    vms__json_bool(j, r->running);
+    vms__json_key(j, "count");
+    vms__json_uint(j, r->count);
+    vms__json_obj_end(j);
+}
+
+static void json_table(FILE *f, const struct row *rows, size_t n, const char *why)
+{
+    char buf[1024];
+    struct vms_json j;
+
+    vms__json_init(&j, buf, sizeof buf, vms__json_sink_file, f, true);
+    vms__json_obj(&j);
+    vms__json_key(&j, "pid");
+    vms__json_int(&j, getpid());
+    vms__json_key(&j, "program");
+    vms__json_str(&j, program_invocation_short_name);
+    vms__json_key(&j, "when");
+    vms__json_str(&j, why);
+    vms__json_key(&j, "threads");
+    vms__json_arr(&j);
+    for (size_t i = 0; i < n; i++)
+        json_row(&j, &rows[i]);
+    vms__json_arr_end(&j);
+    vms__json_obj_end(&j);
+    vms__json_end(&j);
+    fputc('\n', f);
 }
 
 static void format(FILE *f, const struct row *rows, size_t n, const char *why)
 {
     last.valid = false;
     if (vms__run_opts.json) {
-        fprintf(f, "{\"pid\": %d, \"program\": ", (int)getpid());
-        json_str(f, program_invocation_short_name);
-        fprintf(f, ", \"when\": ");
-        json_str(f, why);
-        fprintf(f, ", \"threads\": [");
-        for (size_t i = 0; i < n; i++) {
-            fputs(i ? ",\n  " : "\n  ", f);
-            json_row(f, &rows[i]);
-        }
-        fprintf(f, "\n]}\n");
+        json_table(f, rows, n, why);
         return;
     }
     fprintf(f, "vmstack run: stack usage of %s (pid %d) at %s\n", program_invocation_short_name, (int)getpid(), why);

@@ -4,6 +4,7 @@
  */
 #include "bench.h"
 #include "cmd.h"
+#include "core/json.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -29,8 +30,6 @@ static const struct bench benches[] = {
 #define NBENCH (sizeof benches / sizeof benches[0])
 
 static int json_mode;
-static int json_depth;
-static int json_first = 1;
 
 double bench_now_ns(void)
 {
@@ -161,49 +160,40 @@ void bench_note(const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- JSON: printed as it is built, to stdout ---- */
+/* ---- JSON: one document on stdout, sent on as each benchmark ends ---- */
 
-static void json_key(const char *key)
-{
-    if (!json_mode)
-        return;
-    printf("%s\"%s\": ", json_first ? "" : ", ", key);
-    json_first = 0;
-}
+static struct vms_json json;
+static char json_buf[4096];
 
 void bench_json_open(const char *key)
 {
-    json_key(key);
-    if (json_mode)
-        fputc('{', stdout);
-    json_depth++;
-    json_first = 1;
+    if (!json_mode)
+        return;
+    vms__json_key(&json, key);
+    vms__json_obj(&json);
 }
 
 void bench_json_close(void)
 {
     if (json_mode)
-        fputc('}', stdout);
-    json_depth--;
-    json_first = 0;
+        vms__json_obj_end(&json);
 }
 
 void bench_json_num(const char *key, double value)
 {
-    json_key(key);
     if (!json_mode)
         return;
-    if (value == floor(value) && fabs(value) < 1e15)
-        printf("%.0f", value);
-    else
-        printf("%.3f", value);
+    vms__json_key(&json, key);
+    /* Figures to a thousandth; NaN and infinity (a failed measurement) as null. */
+    vms__json_double(&json, isfinite(value) && fabs(value) < 1e15 ? round(value * 1000) / 1000 : value);
 }
 
 void bench_json_str(const char *key, const char *value)
 {
-    json_key(key);
-    if (json_mode)
-        printf("\"%s\"", value);
+    if (!json_mode)
+        return;
+    vms__json_key(&json, key);
+    vms__json_str(&json, value);
 }
 
 void bench_json_variants(const char *key, const struct bench_variant *v, int n)
@@ -240,32 +230,47 @@ static const struct bench *find(const char *name)
     return NULL;
 }
 
+enum { OPT_JSON = 256, OPT_PLOT };
+
+static const struct option bench_options[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {0},
+};
+
+static int on_option(void *ctx, int opt, const char *v)
+{
+    const char **plot_dir = ctx;
+
+    if (opt == OPT_JSON)
+        json_mode = 1;
+    else if (!*v)
+        return cmd_usage_error("bench", "--plot needs a directory");
+    else
+        *plot_dir = v;
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const struct bench *chosen[64];
     const char *plot_dir = NULL;
     size_t n = 0;
-    int rc = CMD_OK;
+    int first, rc;
 
-    if (cmd_wants_help(argc, argv)) {
-        help();
-        return CMD_OK;
-    }
     /* Internal: a child process of a benchmark (see bench_child_start). */
     if (argc == 3 && !strcmp(argv[1], "--child"))
         return bench_child_main(argv[2]);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json_mode = 1;
-        else if (!strcmp(argv[i], "--plot") && (i + 1 == argc || !argv[i + 1][0]))
-            return cmd_usage_error("bench", "--plot needs a directory");
-        else if (!strcmp(argv[i], "--plot"))
-            plot_dir = argv[++i];
-        else if (argv[i][0] == '-')
-            return cmd_usage_error("bench", "unknown option '%s'", argv[i]);
-        else if (!find(argv[i]))
+    if ((rc = cmd_options("bench", argc, argv, bench_options, false, on_option, &plot_dir, &first)) == CMD_HELP) {
+        help();
+        return CMD_OK;
+    }
+    if (rc)
+        return rc;
+    for (int i = first; i < argc; i++) {
+        if (!find(argv[i]))
             return cmd_usage_error("bench", "no benchmark named '%s'", argv[i]);
-        else if (n < sizeof chosen / sizeof chosen[0])
+        if (n < sizeof chosen / sizeof chosen[0])
             chosen[n++] = find(argv[i]);
     }
     /* Before minutes of measuring, not after. */
@@ -274,15 +279,23 @@ int cmd_bench(int argc, char **argv)
     if (n == 0)
         for (size_t i = 0; i < NBENCH; i++)
             chosen[n++] = &benches[i];
+    vms__json_init(&json, json_buf, sizeof json_buf, vms__json_sink_file, stdout, false);
     if (json_mode)
-        fputc('{', stdout);
+        vms__json_obj(&json);
     for (size_t i = 0; i < n; i++) {
+        /* Nothing buffered may be copied into a benchmark's child processes. */
+        vms__json_flush(&json);
         fflush(stdout);
         if (chosen[i]->run())
             rc = CMD_FAIL;
     }
-    if (json_mode)
-        puts("}");
+    if (json_mode) {
+        vms__json_obj_end(&json);
+        if (vms__json_end(&json) || putchar('\n') == EOF) {
+            fprintf(stderr, "vmstack bench: cannot write the JSON output\n");
+            rc = CMD_FAIL;
+        }
+    }
     fflush(stdout);
     if (plot_dir && bench_plot_write(plot_dir))
         rc = CMD_FAIL;

@@ -6,7 +6,9 @@
 #include "cmd.h"
 #include "frames.h"
 #include "core/internal.h"
+#include "core/json.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,70 +47,52 @@ static void help(void)
            "out.  Inlined functions count in their callers.  See vmstack-checkstack(1).\n");
 }
 
-static int parse_size_arg(const char *opt, const char *val, size_t *out)
+enum { OPT_MIN = 256, OPT_GUARD, OPT_JSON };
+
+static const struct option checkstack_options[] = {
+    {"min", required_argument, NULL, OPT_MIN},
+    {"guard", required_argument, NULL, OPT_GUARD},
+    {"json", no_argument, NULL, OPT_JSON},
+    {0},
+};
+
+static int size_arg(const char *opt, const char *val, size_t *out)
 {
-    if (!val)
-        return cmd_usage_error(SUB, "%s needs a value", opt);
     if (vms__parse_size(val, out) < 0)
         return cmd_usage_error(SUB, "%s %s: not a size; use bytes with an optional K or M suffix", opt, val);
     return 0;
 }
 
-/* Takes "--opt VALUE" and "--opt=VALUE"; returns the value or NULL, advancing *i. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+static int on_option(void *ctx, int opt, const char *v)
 {
-    size_t len = strlen(name);
+    struct opts *o = ctx;
 
-    *matched = false;
-    if (strncmp(argv[*i], name, len))
-        return NULL;
-    if (argv[*i][len] == '=') {
-        *matched = true;
-        return argv[*i] + len + 1;
+    switch (opt) {
+    case OPT_MIN:
+        return size_arg("--min", v, &o->min);
+    case OPT_GUARD:
+        return size_arg("--guard", v, &o->guard);
+    case OPT_JSON:
+        o->json = true;
+        return 0;
     }
-    if (argv[*i][len])
-        return NULL;
-    *matched = true;
-    return *i + 1 < argc ? argv[++*i] : NULL;
+    return CMD_USAGE;
 }
 
+/* Options and BINARYs may come in any order. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     vms_config cfg;
-    int i;
+    int first, rc;
 
     vms_config_defaults(&cfg);
     *o = (struct opts){ .min = 100, .guard = cfg.guard_size };
-    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-        const char *v;
-        bool m;
-
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(argv[i], "--json")) {
-            o->json = true;
-            continue;
-        }
-        v = opt_value(argc, argv, &i, "--min", &m);
-        if (m) {
-            if (parse_size_arg("--min", v, &o->min))
-                return CMD_USAGE;
-            continue;
-        }
-        v = opt_value(argc, argv, &i, "--guard", &m);
-        if (m) {
-            if (parse_size_arg("--guard", v, &o->guard))
-                return CMD_USAGE;
-            continue;
-        }
-        return cmd_usage_error(SUB, "unknown option '%s'", argv[i]);
-    }
-    if (i == argc)
+    if ((rc = cmd_options(SUB, argc, argv, checkstack_options, false, on_option, o, &first)))
+        return rc;
+    if (first == argc)
         return cmd_usage_error(SUB, "no BINARY given");
-    o->paths = argv + i;
-    o->npaths = argc - i;
+    o->paths = argv + first;
+    o->npaths = argc - first;
     return 0;
 }
 
@@ -171,50 +155,53 @@ static void print_text(const char *path, const struct frames *fr, const struct o
                clashes, clashes == 1 ? "" : "s", o->guard);
 }
 
-static void json_string(const char *s)
+static void print_json(struct vms_json *j, const char *path, const struct frames *fr, const struct opts *o)
 {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-static void print_json(const char *path, const struct frames *fr, const struct opts *o)
-{
-    const char *sep = "";
-
-    printf("{\"binary\": ");
-    json_string(path);
-    printf(", \"module\": ");
-    json_string(module_name(path));
-    printf(", \"symbols\": \"%s\", \"cfi\": \"%s\", \"guard\": %zu, \"min\": %zu, "
-           "\"analysed\": %zu, \"without_cfi\": %zu,\n \"functions\": [",
-           fr->elf.symtab, fr->cfi, o->guard, o->min, fr->n, fr->nocfi);
+    vms__json_obj(j);
+    vms__json_key(j, "binary");
+    vms__json_str(j, path);
+    vms__json_key(j, "module");
+    vms__json_str(j, module_name(path));
+    vms__json_key(j, "symbols");
+    vms__json_str(j, fr->elf.symtab);
+    vms__json_key(j, "cfi");
+    vms__json_str(j, fr->cfi);
+    vms__json_key(j, "guard");
+    vms__json_uint(j, o->guard);
+    vms__json_key(j, "min");
+    vms__json_uint(j, o->min);
+    vms__json_key(j, "analysed");
+    vms__json_uint(j, fr->n);
+    vms__json_key(j, "without_cfi");
+    vms__json_uint(j, fr->nocfi);
+    vms__json_key(j, "functions");
+    vms__json_arr(j);
     for (size_t i = 0; i < fr->n; i++) {
         const struct frame_fn *f = &fr->v[i];
 
         if (!shown(f, o))
             continue;
-        printf("%s\n  {\"name\": ", sep);
-        json_string(f->fn->name);
-        printf(", \"address\": \"0x%llx\", \"frame\": %lu, \"dynamic\": %s, \"clash\": %s, \"probes\": %s}",
-               (unsigned long long)f->fn->addr, f->frame, f->dynamic ? "true" : "false",
-               is_clash(f, o) ? "true" : "false", f->probes ? "true" : "false");
-        sep = ",";
+        vms__json_obj(j);
+        vms__json_key(j, "name");
+        vms__json_str(j, f->fn->name);
+        vms__json_key(j, "address");
+        vms__json_hex(j, f->fn->addr);
+        vms__json_key(j, "frame");
+        vms__json_uint(j, f->frame);
+        vms__json_key(j, "dynamic");
+        vms__json_bool(j, f->dynamic);
+        vms__json_key(j, "clash");
+        vms__json_bool(j, is_clash(f, o));
+        vms__json_key(j, "probes");
+        vms__json_bool(j, f->probes);
+        vms__json_obj_end(j);
     }
-    printf("\n ]}");
+    vms__json_arr_end(j);
+    vms__json_obj_end(j);
 }
 
 /* Analyses and prints one binary; false (after a one-line message) if it cannot be read. */
-static bool check_one(const char *path, const struct opts *o, bool first)
+static bool check_one(struct vms_json *j, const char *path, const struct opts *o, bool first)
 {
     struct frames fr;
     char err[256];
@@ -225,8 +212,7 @@ static bool check_one(const char *path, const struct opts *o, bool first)
     }
     qsort(fr.v, fr.n, sizeof *fr.v, cmp_frame);
     if (o->json) {
-        printf("%s", first ? "" : ",\n");
-        print_json(path, &fr, o);
+        print_json(j, path, &fr, o);
     } else {
         printf("%s", first ? "" : "\n");
         print_text(path, &fr, o);
@@ -238,26 +224,31 @@ static bool check_one(const char *path, const struct opts *o, bool first)
 int cmd_checkstack(int argc, char **argv)
 {
     struct opts o;
+    struct vms_json j;
+    char buf[4096];
     bool first = true;
-    int rc = CMD_OK;
+    int rc;
 
-    if (cmd_wants_help(argc, argv)) {
+    if ((rc = parse_args(argc, argv, &o)) == CMD_HELP) {
         help();
         return CMD_OK;
     }
-    if (parse_args(argc, argv, &o))
+    if (rc)
         return CMD_USAGE;
+    vms__json_init(&j, buf, sizeof buf, vms__json_sink_file, stdout, true);
     if (o.json && o.npaths > 1)
-        printf("[");
+        vms__json_arr(&j);
     for (int i = 0; i < o.npaths; i++) {
-        if (check_one(o.paths[i], &o, first))
+        if (check_one(&j, o.paths[i], &o, first))
             first = false;
         else
             rc = CMD_FAIL;
     }
     if (o.json && o.npaths > 1)
-        printf("]");
-    if (o.json && (!first || o.npaths > 1))
-        printf("\n");
+        vms__json_arr_end(&j);
+    if (o.json && (!first || o.npaths > 1) && vms__json_end(&j)) {
+        fprintf(stderr, "vmstack %s: cannot write the output: %s\n", SUB, strerror(errno));
+        rc = CMD_FAIL;
+    }
     return rc;
 }

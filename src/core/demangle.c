@@ -1,0 +1,45 @@
+/*
+ * C++ names without a C++ dependency (see demangle.h).  libstdc++ exports
+ * __cxa_demangle with C linkage; a C++ program has it loaded already, and a
+ * C program that prints C++ names (checkstack on a C++ binary) opens it.
+ */
+#include "core/demangle.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef char *(*cxa_demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
+
+static cxa_demangle_fn demangler;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void)
+{
+    void *lib;
+
+    demangler = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!demangler && (lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL)))
+        demangler = (cxa_demangle_fn)dlsym(lib, "__cxa_demangle");
+}
+
+const char *vms__demangle(const char *name, char *buf, size_t cap)
+{
+    char *out;
+    int status = -1;
+    size_t n;
+
+    if (!name || strncmp(name, "_Z", 2) || cap == 0)
+        return name;
+    pthread_once(&once, find_demangler);
+    if (!demangler || !(out = demangler(name, NULL, NULL, &status)))
+        return name;
+    n = strlen(out);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, out, n);
+    buf[n] = '\0';
+    free(out);
+    return buf;
+}
