@@ -87,6 +87,27 @@ reportsignal)
     "$vmstack" run --report-signal USR1 -- "$bin/run_forkstress" usr1 > "$tmp/out" 2> /dev/null ||
         fail "forked child: $(cat "$tmp/out")"
     ;;
+frames)
+    # No vmstack function that runs on a fiber or in the overflow handler has a frame over 4 KiB:
+    # the handler must fit a program's own small alternate stack until it moves to ours, and an
+    # overflow inside vmstack cannot be killed.  FRAME from checkstack (call-frame information).
+    lib=$(dirname "$vmstack")/libvmstack.so
+    "$vmstack" checkstack --json --min 0 "$lib" > "$tmp/frames.json" || fail "checkstack $lib"
+    python3 - "$tmp/frames.json" <<'EOF2' || fail "frames over 4 KiB on the fiber and fault paths"
+import json, sys
+d = json.load(open(sys.argv[1]))
+fns = {f["name"]: f for f in (d if isinstance(d, dict) else d[0])["functions"]}
+paths = ["on_fault", "handle", "handle_switched", "handle_on_own_stack", "classify", "pass_on", "call_prev",
+         "decide_kill", "vms__kill_check", "walk", "put_trace", "vms__report_body", "vms__report_outcome",
+         "vms__report_begin", "vms__report_end", "vms__symbols_lookup", "vms__registry_find", "vms__locate",
+         "vms_fiber_spawn", "vms_stack_alloc", "vms_stack_free", "vms__region_grow", "vms__os_count_vmas",
+         "vms__fiber_kill_current", "vms_yield", "vms__switch"]
+bad = [(n, fns[n]["frame"]) for n in paths if n in fns and (fns[n]["frame"] > 4096 or fns[n]["dynamic"] and n != "vms__switch")]
+missing = [n for n in ("on_fault", "handle", "vms__os_count_vmas", "vms_fiber_spawn") if n not in fns]
+print("over 4 KiB:", bad, "not found:", missing)
+sys.exit(1 if bad or missing else 0)
+EOF2
+    ;;
 *)
     fail "unknown case"
     ;;

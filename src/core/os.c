@@ -149,10 +149,15 @@ vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted)
     return ok ? VMS_GUARD_MADVISE : VMS_GUARD_MPROTECT;
 }
 
-/* Lines of /proc/self/maps, read with plain syscalls in big blocks. */
+/*
+ * Lines of /proc/self/maps, read with plain syscalls.  The buffer is small
+ * on purpose: this runs on a fiber's stack when a spawn grows a region in
+ * mprotect mode, with locks held, and a frame that overflowed there could
+ * not be killed.
+ */
 long vms__os_count_vmas(void)
 {
-    char buf[65536];
+    char buf[2048];
     long n = 0;
     ssize_t got;
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);

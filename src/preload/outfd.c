@@ -106,10 +106,3 @@ void vms__out_printf(const char *fmt, ...)
     if (n > 0)
         vms__out_write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
-
-/* The overflow report's sink under 'vmstack run'. */
-void vms__out_report(const char *text, size_t len, void *unused)
-{
-    (void)unused;
-    vms__out_write(text, len);
-}

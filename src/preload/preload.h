@@ -64,12 +64,12 @@ struct run_thread {
 /*
  * outfd.c: where the table, the overflow reports and the preload's notices
  * go: the program's stderr as it was at start, checked before every write
- * (see outfd.c).  vms__out_write and vms__out_report are async-signal-safe.
+ * (see outfd.c).  vms__out_write is async-signal-safe: the overflow
+ * report's lines go through it.
  */
 void vms__out_init(void);
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
 void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void vms__out_report(const char *text, size_t len, void *unused);
 
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
 void vms__sigchain_init(void);  /* before the overflow handler is installed */
