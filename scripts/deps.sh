@@ -3,7 +3,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
-          python3 xz-utils binutils strace)
+          python3 xz-utils binutils strace m4)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

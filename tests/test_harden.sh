@@ -108,6 +108,18 @@ print("over 4 KiB:", bad, "not found:", missing)
 sys.exit(1 if bad or missing else 0)
 EOF2
     ;;
+m4)
+    # GNU m4 catches its own stack overflow (libsigsegv) and exits 1: so it does under vmstack run.
+    command -v m4 > /dev/null || skip "m4 not installed"
+    printf 'define(`f'"'"',`f(f($1))'"'"')f(1)\n' > "$tmp/rec.m4"
+    (ulimit -s 1024; m4 "$tmp/rec.m4") > /dev/null 2> "$tmp/plain"; rc_plain=$?
+    (ulimit -s 1024; "$vmstack" run -- m4 "$tmp/rec.m4") > /dev/null 2> "$tmp/err"; rc=$?
+    [ "$rc_plain" = 1 ] && grep -qx 'm4: stack overflow' "$tmp/plain" || skip "this m4 does not catch its overflow"
+    [ "$rc" = 1 ] || fail "m4 under vmstack run: exit $rc, expected 1: $(cat "$tmp/err")"
+    grep -qx 'm4: stack overflow' "$tmp/err" || fail "m4's own message: $(cat "$tmp/err")"
+    grep -q '^vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "no report: $(cat "$tmp/err")"
+    grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/err" || fail "last line: $(cat "$tmp/err")"
+    ;;
 *)
     fail "unknown case"
     ;;

@@ -235,6 +235,17 @@ static void pass_on(int sig, siginfo_t *si, ucontext_t *uc)
         raise_default(sig, si);
 }
 
+/* Will pass_on reach a handler of the program's (which then decides what happens)? */
+static bool passes_to_program(int sig)
+{
+    bool (*hook)(int) = atomic_load_explicit(&vms__fault_chain_hook, memory_order_acquire);
+    const struct sigaction *p = &prev[sig == SIGBUS];
+
+    if (hook)
+        return hook(sig);
+    return (p->sa_flags & SA_SIGINFO) || (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN);
+}
+
 /* ---- policies ---- */
 
 static vms_overflow_policy default_policy(vms_overflow_task t)
@@ -375,6 +386,7 @@ static void handle(struct vms_fault *f, siginfo_t *si)
         kill = decide_kill(f, &b);
     }
     b.cap = cap;
+    f->to_program = !kill && passes_to_program(f->signo);
     vms__report_outcome(&b, f, kill);
     vms__report_end(&b);
     atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
@@ -608,6 +620,7 @@ int vms_fault_install(void)
 }
 
 bool (*_Atomic vms__fault_tripwire_hook)(const siginfo_t *si, ucontext_t *uc);
+bool (*_Atomic vms__fault_chain_hook)(int sig);
 
 /*
  * Core calls this layer on every thread's first allocation, through a hook.

@@ -50,6 +50,7 @@ struct vms_fault {
     bool by_known;                /* wild access: sp is on a known stack ... */
     struct vms_task by;           /* ... of this task */
     bool kill_refused;            /* the policy said kill, the chain said no: why in kc */
+    bool to_program;              /* not killed: passed on to a handler of the program's */
     struct vms_kill_check kc;
     ucontext_t *uc;
 };
@@ -141,5 +142,12 @@ void vms__fault_nested_disarm(void);
  * the access retries), false when it is none of the tracer's.
  */
 extern bool (*_Atomic vms__fault_tripwire_hook)(const siginfo_t *si, ucontext_t *uc);
+
+/*
+ * A hook the preload library registers when it keeps the program's own
+ * SIGSEGV/SIGBUS handlers behind ours: true when a fault passed on reaches
+ * one of them.  Without it, any earlier handler that is a function counts.
+ */
+extern bool (*_Atomic vms__fault_chain_hook)(int sig);
 
 #endif

@@ -417,6 +417,9 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, bool kil
         vms__sb_str(b, "'\n");
     } else if (f->kill_refused) {
         put_kill_refusal(b, &f->kc);
+    } else if (f->to_program) {
+        vms__sb_str(b, f->signo == SIGBUS ? "vmstack: passing SIGBUS to the program's own handler\n"
+                                          : "vmstack: passing SIGSEGV to the program's own handler\n");
     } else {
         vms__sb_str(b, "vmstack: aborting\n");
     }
