@@ -120,6 +120,24 @@ m4)
     grep -q '^vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "no report: $(cat "$tmp/err")"
     grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/err" || fail "last line: $(cat "$tmp/err")"
     ;;
+output)
+    # --output FILE: a planted symlink at the old predictable temporary name changes nothing ...
+    echo victim > "$tmp/victim"
+    sh -c "ln -s '$tmp/victim' '$tmp/x.tmp.'\$\$; exec '$vmstack' run --output '$tmp/x' -- true" ||
+        fail "run with a planted symlink"
+    [ "$(cat "$tmp/victim")" = victim ] || fail "the symlink's target was overwritten"
+    grep -q 'stack usage of true' "$tmp/x" || fail "no table in FILE: $(cat "$tmp/x")"
+    [ -z "$(ls -A "$tmp" | grep vmstack-)" ] || fail "temporary file left: $(ls -A "$tmp")"
+    # ... a write error is exit 1 with a message, when the program succeeded; its own status else ...
+    "$vmstack" run --output /dev/full -- true 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q '^vmstack run: cannot write /dev/full: ' "$tmp/err" || fail "/dev/full: exit $rc: $(cat "$tmp/err")"
+    "$vmstack" run --output /dev/full -- sh -c 'exit 3' 2> /dev/null; rc=$?
+    [ "$rc" = 3 ] || fail "/dev/full, program exit 3: exit $rc"
+    # ... and a FIFO nobody reads is an error, not a hang.
+    mkfifo "$tmp/fifo"
+    timeout 20 "$vmstack" run --output "$tmp/fifo" -- true 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q 'a FIFO that nobody reads' "$tmp/err" || fail "FIFO without reader: exit $rc: $(cat "$tmp/err")"
+    ;;
 *)
     fail "unknown case"
     ;;

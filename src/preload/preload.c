@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -390,6 +391,8 @@ static int fault_init(void)
     return 0;
 }
 
+static void at_exit(int status, void *unused);
+
 /* One line on the report destination: never silently unprotected. */
 static void unprotected(const char *why)
 {
@@ -444,20 +447,30 @@ __attribute__((constructor)) static void preload_init(void)
     if (vms__run_opts.report_signal && is_the_program())
         vms__run_signal_init();
     vms__trace_preload_init(); /* on when VMSTACK_RUN_TRACE=1 */
+    on_exit(at_exit, NULL);
     active = true;
 }
 
-__attribute__((destructor)) static void preload_fini(void)
+/*
+ * The table at exit.  Run by exit() as an on_exit handler, which knows the
+ * exit status: when the table cannot be written to --output FILE, a
+ * program that succeeded ends with status 1 (its stdio flushed first).
+ */
+static void at_exit(int status, void *unused)
 {
-    if (active)
-        vms__run_exit_table();
+    (void)unused;
+    if (active && vms__run_exit_table() < 0 && status == 0) {
+        fflush(NULL);
+        real_exit(1);
+    }
 }
 
-/* Programs that end with _exit (shells do) skip destructors: the table comes here. */
+/* Programs that end with _exit (shells do) skip exit handlers: the table comes here. */
 VMS_API _Noreturn void _exit(int status)
 {
     resolve();
-    preload_fini();
+    if (active && vms__run_exit_table() < 0 && status == 0)
+        status = 1;
     real_exit(status);
     __builtin_unreachable();
 }
@@ -465,7 +478,8 @@ VMS_API _Noreturn void _exit(int status)
 VMS_API _Noreturn void _Exit(int status)
 {
     resolve();
-    preload_fini();
+    if (active && vms__run_exit_table() < 0 && status == 0)
+        status = 1;
     real_Exit(status);
     __builtin_unreachable();
 }

@@ -93,10 +93,12 @@ void vms__run_released(vms_stack *st);
 void vms__run_rename(pthread_t thread, const char *name);
 /* Deepest use of a thread's stack now, or 0 when it cannot be measured. */
 size_t vms__run_measure(const struct run_thread *t);
-/* Writes the table; why is "exit" or the signal's name. */
-void vms__run_table(const char *why);
-/* The table at exit, once, by the process 'vmstack run' started. */
-void vms__run_exit_table(void);
+/* Writes the table; why is "exit" or the signal's name.  -1 when --output FILE could not be written. */
+int vms__run_table(const char *why);
+/* The table at exit, once, by the process 'vmstack run' started; -1 as vms__run_table. */
+int vms__run_exit_table(void);
+/* outfile.c: --output FILE, replaced whole and safely (see there); 0 or -1 after a message. */
+int vms__run_write_output(const char *path, const char *text, size_t len);
 /* Registers the table's part of the fork handling (core/fork.c). */
 void vms__run_fork_init(void);
 /* Starts the helper thread that prints the table on opts.report_signal. */

@@ -446,55 +446,10 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
 
 /* ---- output ---- */
 
-static void write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        len -= (size_t)w;
-    }
-}
-
-/*
- * Replaces the output file as a whole, so it never holds a partial table;
- * but writes straight into what is not a regular file (/dev/stdout, a
- * FIFO, /dev/null), which a rename would replace.
- */
-static void write_file(const char *path, const char *text, size_t len)
-{
-    char tmp[4096];
-    struct stat sb;
-    int fd;
-
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-            vms__out_printf("vmstack run: cannot write %s: %s\n", path, strerror(errno));
-            return;
-        }
-        write_all(fd, text, len);
-        close(fd);
-        return;
-    }
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
-        vms__out_printf("vmstack run: cannot write %s: %s\n", tmp, strerror(errno));
-        return;
-    }
-    write_all(fd, text, len);
-    close(fd);
-    if (rename(tmp, path)) {
-        vms__out_printf("vmstack run: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
-}
-
-void vms__run_table(const char *why)
+int vms__run_table(const char *why)
 {
     char *text = NULL;
+    int rc = -1;
     size_t len = 0, n;
     struct row *rows;
     FILE *f;
@@ -508,23 +463,26 @@ void vms__run_table(const char *why)
             vms__trace_format(f, why);
         fclose(f);
         /* One write, never mixed with the program's own buffered stderr. */
-        if (vms__run_opts.output)
-            write_file(vms__run_opts.output, text, len);
-        else
-            vms__out_write(text, len);
+        if (vms__run_opts.output) {
+            rc = vms__run_write_output(vms__run_opts.output, text, len);
+        } else {
+            vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
+            rc = 0;
+        }
     }
     free(text);
     free(rows);
     pthread_mutex_unlock(&out_lock);
+    return rc;
 }
 
-void vms__run_exit_table(void)
+int vms__run_exit_table(void)
 {
     static _Atomic int printed;
 
     if ((vms__run_opts.pid && vms__run_opts.pid != getpid()) || atomic_exchange(&printed, 1))
-        return;
-    vms__run_table("exit");
+        return 0;
+    return vms__run_table("exit");
 }
 
 /* ---- the table on a signal ---- */
