@@ -12,6 +12,9 @@
  *   bad_cfi     the overflowing function's CFI points the unwinder at an
  *               inaccessible page: the report's first lines, the trace cut
  *               short, and the policy (abort: the chain is unproven)
+ *   neighbour   a fiber's one large frame jumps its guard and the next
+ *               stack below, into that stack's guard: the runner is
+ *               blamed and killed, the neighbour named and left alone
  */
 #include "overflow.h"
 
@@ -245,10 +248,66 @@ static void bad_cfi(void)
     free(c.text);
 }
 
+/* ---- neighbour ---- */
+
+static void *good_fiber(void *unused)
+{
+    (void)unused;
+    vms_yield();
+    return (void *)7;
+}
+
+/* Jumps its own stack, its guard, and the whole stack below: lands in that stack's guard. */
+static void *jumping_fiber(void *arg)
+{
+    return (void *)(long)big_frame((size_t)arg);
+}
+
+static void neighbour_child(void *unused)
+{
+    vms_stack gs, bs;
+    vms_fiber good, bad;
+    vms_fiber_status st;
+    void *ret;
+
+    (void)unused;
+    alarm(HANG_SECONDS);
+    good = spawn(good_fiber, NULL, "good");
+    CHECK_EQ(vms_fiber_stack(good, &gs), 0);
+    /* Fresh slots are handed out upwards: the next fiber's stack lies right above good's. */
+    bad = spawn(jumping_fiber, (void *)(gs.size + gs.guard_size + gs.size + gs.guard_size / 2), "bad");
+    CHECK_EQ(vms_fiber_stack(bad, &bs), 0);
+    CHECK_TEXT((char *)bs.base == (char *)vms_stack_top(&gs) + bs.guard_size, "", "adjacent stacks");
+    CHECK_EQ(vms_run(), 0);
+    CHECK_EQ(vms_fiber_join(bad, &st), 0);
+    CHECK_EQ(st.end, VMS_FIBER_KILLED_OVERFLOW);
+    CHECK_EQ(vms_fiber_join(good, NULL), 0);
+    (void)ret;
+    fprintf(stderr, "test: good went on\n");
+}
+
+static void neighbour(void)
+{
+    struct child c;
+
+    child_run(&c, neighbour_child, NULL);
+    CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0");
+    CHECK_TEXT(count_lines(c.text, TASK("bad", "jumping_fiber")) == 1, c.text, "the runner blamed");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: one frame jumped the guard: the access landed in the guard of fiber "
+                                   "'good' \\(id " DEC "\\), start routine good_fiber\\+0x0/" HEX
+                                   " \\[test_fault_hard\\] \\(stack is " HEX "\\.\\." HEX
+                                   "\\), whose stack may be corrupted$") == 1,
+               c.text, "the neighbour named");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: killed fiber 'bad'$") == 1, c.text, "the runner killed");
+    CHECK_TEXT(strstr(c.text, "test: good went on\n"), c.text, "the neighbour went on");
+    free(c.text);
+}
+
 int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
-        {"malloc", malloc_}, {"spawn_vmas", spawn_vmas}, {"sigstksz", sigstksz}, {"bad_cfi", bad_cfi}, {NULL, NULL},
+        {"malloc", malloc_}, {"spawn_vmas", spawn_vmas}, {"sigstksz", sigstksz}, {"bad_cfi", bad_cfi},
+        {"neighbour", neighbour}, {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

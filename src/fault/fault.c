@@ -122,8 +122,46 @@ static bool sp_overflowed(const struct vms_fault *f)
     return f->sp < f->guard_lo && f->guard_lo - f->sp <= SP_SLACK && !task_at(f->sp, &other);
 }
 
+/*
+ * The offender is the task running on this thread, whatever stack the
+ * access landed in.  A fiber whose one large frame jumped its own guard
+ * (its sp far below it) and hit the guard of another stack further down
+ * overflowed its own stack: it is blamed, and the stack it landed in
+ * (whose top it may have overwritten on the way) is named in the report.
+ */
+static bool runner_jumped(struct vms_fault *f)
+{
+    struct vms_fiber_desc *cur = vms__fiber_current();
+    uintptr_t lo, guard;
+    struct vms_loc loc;
+
+    if (!cur || !cur->task || (uintptr_t)cur->base == f->lo)
+        return false;
+    lo = (uintptr_t)cur->base;
+    vms__locate(cur->base, &loc);
+    if (loc.where != VMS_AT_STACK)
+        return false;
+    guard = loc.region->guard_size;
+    if (f->sp >= lo - guard || f->addr >= lo - guard || lo - guard - f->sp > SP_SLACK + (uintptr_t)cur->size)
+        return false;
+    f->landed = true;
+    f->landed_owned = f->owned;
+    f->landed_task = f->owner;
+    f->landed_lo = f->lo;
+    f->landed_hi = f->hi;
+    f->owned = true;
+    f->owner = *cur->task;
+    f->lo = lo;
+    f->hi = lo + cur->size;
+    f->guard_lo = lo - guard;
+    f->cls = VMS_FAULT_OVERFLOW;
+    return true;
+}
+
 static bool classify_guard(struct vms_fault *f, bool below_stack)
 {
+    if (runner_jumped(f))
+        return true;
     if (f->owned && below_stack && sp_overflowed(f)) {
         f->cls = VMS_FAULT_OVERFLOW;
         return true;

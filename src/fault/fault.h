@@ -49,6 +49,10 @@ struct vms_fault {
     struct vms_task owner;        /* copy of its task record */
     bool by_known;                /* wild access: sp is on a known stack ... */
     struct vms_task by;           /* ... of this task */
+    bool landed;                  /* the runner jumped its guard; the access hit another stack's guard: */
+    bool landed_owned;            /* that stack is live, */
+    struct vms_task landed_task;  /* of this task, */
+    uintptr_t landed_lo, landed_hi; /* at these addresses */
     bool kill_refused;            /* the policy said kill, the chain said no: why in kc */
     bool to_program;              /* not killed: passed on to a handler of the program's */
     struct vms_kill_check kc;

@@ -352,6 +352,16 @@ static void put_overflow_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "; sp is ");
     vms__sb_dec(b, f->hi - f->sp);
     vms__sb_str(b, " bytes below the top\n");
+    if (f->landed) {
+        vms__sb_str(b, "vmstack: one frame jumped the guard: the access landed in the guard of ");
+        if (f->landed_owned)
+            put_task(b, &f->landed_task, false);
+        else
+            vms__sb_str(b, "a free stack");
+        vms__sb_str(b, " (stack is ");
+        put_range(b, f->landed_lo, f->landed_hi);
+        vms__sb_str(b, "), whose stack may be corrupted\n");
+    }
 }
 
 static void put_wild_head(struct vms_sbuf *b, const struct vms_fault *f)
