@@ -138,6 +138,15 @@ output)
     timeout 20 "$vmstack" run --output "$tmp/fifo" -- true 2> "$tmp/err"; rc=$?
     [ "$rc" = 1 ] && grep -q 'a FIFO that nobody reads' "$tmp/err" || fail "FIFO without reader: exit $rc: $(cat "$tmp/err")"
     ;;
+checkstack_inputs)
+    # A FIFO is refused at once (it would block open()), a 32-bit ELF is named for what it is.
+    mkfifo "$tmp/fifo"
+    timeout 20 "$vmstack" checkstack "$tmp/fifo" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q 'fifo: not a regular file' "$tmp/err" || fail "FIFO: exit $rc: $(cat "$tmp/err")"
+    { printf '\177ELF\001\001\001\000\000\000\000\000\000\000\000\000\002\000\003\000'; head -c 52 /dev/zero; } > "$tmp/elf32"
+    "$vmstack" checkstack "$tmp/elf32" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q 'elf32: not an x86-64 ELF file' "$tmp/err" || fail "32-bit ELF: exit $rc: $(cat "$tmp/err")"
+    ;;
 *)
     fail "unknown case"
     ;;
