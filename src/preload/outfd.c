@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 static int out_fd = -1;
+static bool inited;           /* before vms__out_init (a call resolved early): fd 2 as it is */
 static bool out_known;        /* fd 2 was open at start: out_dev/out_ino are its identity */
 static dev_t out_dev;
 static ino_t out_ino;
@@ -58,6 +59,7 @@ void vms__out_init(void)
 {
     struct stat sb;
 
+    inited = true;
     if (fstat(2, &sb))
         return; /* no stderr: nothing of ours is ever written */
     out_dev = sb.st_dev;
@@ -71,6 +73,8 @@ static int out_now(void)
 {
     int flags;
 
+    if (!inited)
+        return 2;
     if (out_fd >= 0 && (flags = fcntl(out_fd, F_GETFD)) >= 0 && (flags & FD_CLOEXEC) && is_out_file(out_fd))
         return out_fd;
     return is_out_file(2) ? 2 : -1;

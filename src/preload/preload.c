@@ -47,8 +47,10 @@ static void *next_fn(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
 
-    if (!p)
-        abort(); /* libc without the call we interpose: nothing sensible is left to do */
+    if (!p) { /* libc without the call we interpose: nothing sensible is left to do */
+        vms__out_printf("vmstack run: libc has no %s, which libvmstack-preload.so interposes: aborting\n", name);
+        abort();
+    }
     return p;
 }
 
