@@ -71,7 +71,7 @@ typedef enum vms_guard_mode {
  * in the environment accept a K, M, G or T suffix (powers of 1024).
  *
  *   stack_size  64 KiB   VMSTACK_STACK_SIZE  usable bytes of a default stack
- *   guard_size  16 KiB   VMSTACK_GUARD_SIZE  inaccessible bytes below each stack
+ *   guard_size  64 KiB   VMSTACK_GUARD_SIZE  inaccessible bytes below each stack
  *   guard       auto     VMSTACK_GUARD       auto | madvise | mprotect | none
  *   cache       16       VMSTACK_CACHE       free stacks kept per CPU and size (0-64)
  *   pool        256      VMSTACK_POOL        warm free stacks kept in the global

@@ -5,7 +5,7 @@
 # optimisation levels and checks 'vmstack checkstack' against the compiler:
 # every function of at least --min bytes within 16 bytes of the .su figure,
 # alloca/VLA functions marked dynamic, the 20000-byte frame flagged as a
-# stack clash with the default 16 KiB guard but not with a 32 KiB one.  Then
+# stack clash with a 16 KiB guard but not with a 32 KiB one.  Then
 # a shared library, and the error cases with their exit codes and messages.
 set -u
 
@@ -38,7 +38,7 @@ compare() {
     dir="$TMP/build$(echo "$1" | tr -d ' -')"
     mkdir -p "$dir"
     (cd "$dir" && "$CC" $1 -fstack-usage -o cs_frames "$SRC") || { fail "$CC $1 did not compile $SRC"; return; }
-    "$VMSTACK" checkstack --json "$dir/cs_frames" > "$dir/out.json" || { fail "[$1] checkstack failed"; return; }
+    "$VMSTACK" checkstack --json --guard 16K "$dir/cs_frames" > "$dir/out.json" || { fail "[$1] checkstack failed"; return; }
     checked=0
     # GCC names the .su file after the object: cs_frames-cs_frames.su or cs_frames.su.
     for su in "$dir"/*.su; do
@@ -77,7 +77,7 @@ compare "-O2"
 compare "-O2 -fno-omit-frame-pointer"
 
 # Text output: header, then rows largest first.
-out=$("$VMSTACK" checkstack "$TMP/buildO2/cs_frames") || fail "text output failed"
+out=$("$VMSTACK" checkstack --guard 16K "$TMP/buildO2/cs_frames") || fail "text output failed"
 echo "$out" | sed -n 2p | grep -q '^ADDRESS  *FRAME  *FLAGS  *FUNCTION \[MODULE\]$' || fail "no column header: $out"
 echo "$out" | sed -n 3p | grep -q '^0x[0-9a-f]\{16\}  *200[0-9][0-9]  clash  *frame_20000 \[cs_frames\]$' ||
     fail "largest frame not first: $out"

@@ -20,7 +20,12 @@ void vms_config_defaults(vms_config *cfg)
 {
     *cfg = (vms_config){
         .stack_size = (size_t)64 << 10,
-        .guard_size = (size_t)16 << 10,
+        /*
+         * Covers frames up to 64 KiB (a larger one can jump it).  A guard
+         * costs address space only (madvise: no memory, no VMA): a million
+         * 64 KiB stacks with their guards take 128 GiB of the reserve.
+         */
+        .guard_size = (size_t)64 << 10,
         .guard = VMS_GUARD_AUTO,
         .cache = 16,
         .pool = 256,

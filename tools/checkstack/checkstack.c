@@ -28,7 +28,7 @@ static void help(void)
            "libraries, largest first, as the kernel's checkstack.pl.\n\n"
            "  --min BYTES    hide frames smaller than this (default 100); dynamic frames\n"
            "                 are always shown\n"
-           "  --guard BYTES  guard size to check against (default vmstack's, 16K)\n"
+           "  --guard BYTES  guard size to check against (default vmstack's, 64K)\n"
            "  --json         one JSON object per binary (an array of them for several)\n\n"
            "Sizes take a K or M suffix.  FRAME counts the bytes from the caller's stack\n"
            "pointer down to the function's lowest one: return address, saved registers,\n"
