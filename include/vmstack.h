@@ -108,7 +108,12 @@ VMS_API int vms_config_from_env(vms_config *cfg);
  * is NULL.  Calling nothing is fine too: the first allocation initialises
  * with defaults plus environment.  Returns 0; -EINVAL for bad settings;
  * -EBUSY if vmstack was already initialised with different settings;
- * -ENOMEM if the guard probe could not map its two pages.
+ * -ENOMEM if the guard probe could not map its two pages.  Under `vmstack
+ * run`, a program linked with libvmstack.so shares the run's instance,
+ * which starts with the defaults plus environment; the program's own
+ * vms_init still succeeds and its settings apply from then on, except the
+ * guard mode and the cache size (-EBUSY if they differ: set VMSTACK_GUARD
+ * and VMSTACK_CACHE instead).
  */
 VMS_API int vms_init(const vms_config *cfg);
 
@@ -152,20 +157,26 @@ static inline void *vms_stack_top(const vms_stack *st)
 }
 
 /*
- * Allocates a guarded stack of size usable bytes (0: the configured default).
- * A stack of a size not seen before gets its own region of address space;
- * up to VMS_MAX_SIZES different sizes can be in use in one process.  The fast
- * path takes a warm stack from this CPU's cache: no lock, no syscall and no
- * page fault.  Returns 0 and fills *st, or:
- *   -EINVAL  size not a page multiple, below 16 KiB or above 1 GiB
- *   -ENOSPC  the region reserved for this size is full (raise VMSTACK_RESERVE),
- *            or VMS_MAX_SIZES different sizes are already in use
+ * Allocates a guarded stack of at least size usable bytes (0: the
+ * configured default).  Any size up to 1 GiB is accepted and rounded up to
+ * a size class: a page multiple of at least 16 KiB, 1, 1.25, 1.5 or 1.75
+ * times a power of two (16, 20, 24, 28, 32, 40, 48, 56, 64, 80 KiB, ...,
+ * 8, 10, 12, 14, 16 MiB, ..., 1 GiB; VMS_MAX_SIZES classes).  st->size is
+ * the class size.  Rounding costs at most 25% more usable bytes than
+ * asked for, in address space only (untouched pages use no memory), and
+ * an overflow is caught that much deeper.  Each class in use has its own
+ * region: VMSTACK_RESERVE bytes of address space, reserved on the class's
+ * first allocation.  The fast path takes a warm stack from this CPU's
+ * cache: no lock, no syscall and no page fault.  Returns 0 and fills *st,
+ * or:
+ *   -EINVAL  size above 1 GiB
+ *   -ENOSPC  the region reserved for this class is full (raise VMSTACK_RESERVE)
  *   -ENOMEM  the kernel refused memory, address space or a mapping (for
  *            example vm.max_map_count in mprotect mode); see vms_last_error()
  * A failed allocation changes nothing: all live stacks stay valid.
  */
 VMS_API int vms_stack_alloc(vms_stack *st, size_t size);
-#define VMS_MAX_SIZES 16
+#define VMS_MAX_SIZES 65
 
 /*
  * Frees a stack; its handle becomes stale.  Returns 0, or:
@@ -182,6 +193,28 @@ VMS_API int vms_stack_free(vms_stack *st);
  * memory before handing it to something that outlives the frame.
  */
 VMS_API int vms_on_stack(const void *ptr, vms_stack *st);
+
+/*
+ * Frees the live stack whose usable bytes hold addr, or whose top addr is
+ * (the stack pointer a context starts with), for runtimes that keep only
+ * an address: Boost.Context's stack_context.sp, minicoro's allocation.
+ * Returns 0, or -EINVAL when addr is on no live vmstack stack (foreign
+ * pointer, or a stack freed already); then nothing is changed.  Without
+ * guards (VMS_GUARD_NONE) a stack's top is the next stack's base: pass an
+ * address inside the stack there.
+ */
+VMS_API int vms_stack_free_sp(void *addr);
+
+/*
+ * Names a stack for overflow reports and the overflow callback ("stack
+ * 'NAME' on thread 'T' (tid N)"); the first 31 bytes are kept, NULL or ""
+ * removes the name.  For stacks that another coroutine library runs; a
+ * fiber or thread keeps the name it was given.  Not async-signal-safe;
+ * call it before the stack runs code.  Returns 0, or:
+ *   -EINVAL  st is not a live vmstack stack (stale or foreign handle)
+ *   -EBUSY   a vmstack fiber or thread runs on the stack
+ */
+VMS_API int vms_stack_set_name(const vms_stack *st, const char *name);
 
 /*
  * How many bytes of the stack have been used, measured from its top down to
@@ -234,7 +267,7 @@ typedef struct vms_fiber {
 /* Options of vms_fiber_spawn; NULL or all zero for the defaults. */
 typedef struct vms_fiber_opts {
     const char *name;   /* for reports; the first 31 bytes are kept; NULL: "fiber" */
-    size_t stack_size;  /* usable stack bytes; 0: the configured default (64 KiB) */
+    size_t stack_size;  /* usable stack bytes, rounded up to a size class; 0: the configured default (64 KiB) */
     int detached;       /* nonzero: never joined; its stack is freed as it ends */
 } vms_fiber_opts;
 
@@ -256,7 +289,8 @@ typedef struct vms_fiber_status {
  * next schedules (vms_run, vms_fiber_join, vms_yield).  May be called from a
  * fiber.  Fills *f (may be NULL for a detached fiber).  Returns 0, or:
  *   -EINVAL  fn is NULL, f is NULL for a joinable fiber, or a stack size
- *            that vms_stack_alloc refuses (page multiple, 16 KiB .. 1 GiB)
+ *            above 1 GiB (other sizes are rounded up to a size class, see
+ *            vms_stack_alloc)
  *   -ENOSPC, -ENOMEM  no stack could be had; see vms_stack_alloc
  */
 VMS_API int vms_fiber_spawn(vms_fiber *f, void *(*fn)(void *), void *arg, const vms_fiber_opts *opts);
@@ -336,7 +370,7 @@ VMS_API void vms_sched_stats_get(vms_sched_stats *st);
 /*
  * pthread_create on a guarded vmstack stack.  The stack size is attr's
  * (pthread_attr_setstacksize, else glibc's default, typically 8 MiB),
- * rounded up to a page and to at least 16 KiB, or the configured default
+ * rounded up to its size class (see vms_stack_alloc), or the configured default
  * stack size when attr is NULL; attr's other settings apply as given; an
  * attr with a stack of its own (pthread_attr_setstack) is refused with
  * -EINVAL.  name (may be NULL; at most 15 characters reach the kernel) is
@@ -420,9 +454,19 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * of the program's gets an overflow that is not killed (its last line
  * says so), as it would have without vmstack.
  *
+ * The last line may also read "vmstack: killed stack 'NAME': its overflow
+ * handler ends the coroutine" (vms_stack_on_overflow), or, when the policy
+ * said kill and the task cannot be killed, "vmstack: aborting: " and why:
+ * "a thread cannot be killed alone", "stack 'NAME' has no overflow
+ * handler to end it (vms_stack_on_overflow)", "fiber 'NAME' is not the
+ * one running here and cannot be killed".
+ *
  * TASK is "fiber 'NAME' (id N) on thread 'NAME' (tid N)", "thread 'NAME'
- * (tid N)" or "a stack without a task, on thread 'NAME' (tid N)", followed
- * by ", start routine function+0xOFF/0xSIZE [module]" when known.  A frame
+ * (tid N)", "stack 'NAME' on thread 'NAME' (tid N)" (a stack named with
+ * vms_stack_set_name or given an overflow handler) or "a stack without a
+ * task, on thread 'NAME' (tid N)", followed
+ * by ", start routine function+0xOFF/0xSIZE [module]" when known.  C++
+ * names are shown demangled.  A frame
  * in no known function reads "?? [module+0xOFF]".  Repeated frames (deep
  * recursion) are folded; the first 24 and last 8 runs of frames are shown.
  * A wild access reads instead:
@@ -441,11 +485,14 @@ VMS_API int vms_thread_detach(pthread_t thread);
 
 /* What to do with a task that overflowed its stack. */
 typedef enum vms_overflow_policy {
-    VMS_OVERFLOW_DEFAULT = 0, /* KILL for fibers, ABORT for everything else */
+    VMS_OVERFLOW_DEFAULT = 0, /* KILL for fibers and for stacks with an overflow handler
+                                 (vms_stack_on_overflow), ABORT for everything else */
     VMS_OVERFLOW_KILL,        /* fibers: end it, status VMS_FIBER_KILLED_OVERFLOW, its
-                                 scheduler goes on; other tasks cannot be killed alone,
-                                 nor a fiber whose chain may hold a lock (see above):
-                                 ABORT */
+                                 scheduler goes on; stacks: call their overflow handler,
+                                 which ends the coroutine; threads and stacks without a
+                                 handler cannot be killed alone, nor a fiber whose chain
+                                 may hold a lock (see above): ABORT, and the report's
+                                 last line says why */
     VMS_OVERFLOW_ABORT,       /* report, then die by SIGSEGV as if unhandled (the earlier
                                  handler, if any, gets the fault first); reports that other
                                  threads are writing get 50 ms to 2 s to finish first */
@@ -455,7 +502,8 @@ typedef enum vms_overflow_policy {
 /* The tasks a policy is set for. */
 typedef enum vms_overflow_task {
     VMS_OVERFLOW_FIBER = 1,   /* fibers (vms_fiber_spawn) */
-    VMS_OVERFLOW_THREAD = 2   /* threads (vms_thread_create, `vmstack run`) and bare stacks */
+    VMS_OVERFLOW_THREAD = 2,  /* threads (vms_thread_create, `vmstack run`) */
+    VMS_OVERFLOW_STACK = 3    /* bare vms_stack_alloc stacks (other coroutine libraries) */
 } vms_overflow_task;
 
 /*
@@ -474,8 +522,8 @@ VMS_API int vms_set_overflow_policy(vms_overflow_task task, vms_overflow_policy 
 /* What a policy callback is told.  Pointers are valid during the call only. */
 typedef struct vms_overflow {
     vms_overflow_task task;   /* the kind of task that overflowed */
-    uint64_t id;              /* fiber id, or thread id (tid) */
-    const char *name;         /* the task's name */
+    uint64_t id;              /* fiber id, thread id (tid), or the stack's vms_stack.id */
+    const char *name;         /* the task's name ("" for a stack never named) */
     void *fault_addr;         /* the address that hit the guard */
     void *stack_lo, *stack_hi;/* the stack's usable bytes */
     void *guard_lo;           /* the guard is [guard_lo, stack_lo) */
@@ -493,6 +541,65 @@ typedef struct vms_overflow {
  */
 typedef vms_overflow_policy (*vms_overflow_fn)(const vms_overflow *ov, void *arg);
 VMS_API void vms_set_overflow_callback(vms_overflow_fn fn, void *arg);
+
+/*
+ * Stacks of other coroutine libraries.  A runtime that runs its coroutines
+ * on vmstack stacks (Boost.Context, minicoro, its own) ends just the
+ * coroutine that overflowed, as vmstack does for its fibers, by giving
+ * each stack an overflow handler:
+ *
+ *   fn(ov, arg) is called after the report, in the signal handler, on the
+ *   thread's alternate signal stack, with the signal mask of the code that
+ *   overflowed restored, so that it may leave for good: longjmp to a
+ *   recovery point of the runtime, or switch to the runtime's scheduler
+ *   context.  It must not return to the overflowed coroutine and must not
+ *   touch its stack, except to free it once it runs elsewhere.  Until it
+ *   leaves it may call only async-signal-safe functions.  Should it
+ *   return, vmstack reports that and aborts.
+ *
+ * The policy for such stacks (VMS_OVERFLOW_STACK) defaults to KILL when a
+ * handler is set, ABORT otherwise; KILL (from the policy or the callback)
+ * for a stack without a handler aborts, and the report says so.
+ *
+ * What a kill cannot undo: the coroutine's frames are abandoned, not
+ * unwound.  Its locks stay held, its half-done updates stay half done,
+ * what it allocated stays allocated, C++ destructors do not run (also not
+ * those of what the runtime keeps on the stack itself, such as a Boost
+ * continuation's captured function).  The runtime's handler is the place
+ * to release what the runtime owns; free the stack afterwards
+ * (vms_stack_free or vms_stack_free_sp).
+ *
+ * The report needs an alternate signal stack on the thread that runs the
+ * coroutine: vmstack gives one to threads that allocate stacks, create
+ * vmstack threads or run fibers; any other thread (a work-stealing
+ * scheduler's worker that only resumes coroutines) must call
+ * vms_thread_attach() first, or an overflow there kills the process with a
+ * bare SIGSEGV and no report.
+ *
+ * vms_stack_on_overflow sets fn (NULL removes it) for the stack st; the
+ * stack keeps it until it is freed.  Returns 0, or -EINVAL (stale or
+ * foreign handle), -EBUSY (a vmstack fiber or thread runs on it).
+ */
+typedef void (*vms_stack_overflow_fn)(const vms_overflow *ov, void *arg);
+VMS_API int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn, void *arg);
+
+/*
+ * Makes the calling thread report-ready: the overflow handler installed,
+ * and a guarded alternate signal stack for the thread (a vmstack stack of
+ * 64 KiB, or the default stack size when larger).  Once per thread; later
+ * calls cost a thread-local test.  The stack is released when the thread
+ * exits, or by vms_thread_unattach.  Returns 0 or a negative errno (as
+ * vms_stack_alloc).
+ */
+VMS_API int vms_thread_attach(void);
+
+/*
+ * Undoes vms_thread_attach for the calling thread: its alternate signal
+ * stack is freed and the one it had before is restored; an overflow on the
+ * thread then gets no report.  Returns 0 (also when not attached), or
+ * -EBUSY when called from a signal handler running on that stack.
+ */
+VMS_API int vms_thread_unattach(void);
 
 /* Reports go to fd (default 2).  Returns 0, or -EBADF for a negative fd. */
 VMS_API int vms_set_report_fd(int fd);
@@ -557,7 +664,8 @@ VMS_API int vms_trace_report(int fd);
 
 typedef struct vms_stats {
     size_t sizes;           /* stack sizes (regions) in use */
-    size_t live;            /* stacks allocated and not freed */
+    size_t live;            /* stacks allocated and not freed: the program's, its
+                               fibers' and threads'; alternate signal stacks are not */
     size_t cached;          /* free stacks in per-CPU caches */
     size_t pooled_warm;     /* free stacks in the pool, memory kept */
     size_t pooled_cold;     /* free stacks in the pool, memory returned */
@@ -568,6 +676,7 @@ typedef struct vms_stats {
     uint64_t released;      /* stacks whose memory went back to the kernel */
     uint64_t release_calls; /* madvise calls that did it (batched) */
     uint64_t overflows;     /* stack overflows caught and reported */
+    size_t altstacks;       /* alternate signal stacks vmstack gave threads (not in live) */
 } vms_stats;
 
 /* Fills *stats.  Counts are a consistent-enough snapshot, not atomic. */

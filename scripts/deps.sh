@@ -2,8 +2,8 @@
 # Installs what vmstack needs from Debian's packages (only what is missing).
 set -euo pipefail
 
-PACKAGES=(gcc libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
-          python3 xz-utils binutils strace m4)
+PACKAGES=(gcc g++ libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
+          python3 xz-utils binutils libboost-context-dev strace m4)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

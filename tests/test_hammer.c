@@ -5,7 +5,7 @@
  * ThreadSanitizer as well.
  */
 #include "check.h"
-#include "vmstack.h"
+#include "core/internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,9 +20,13 @@ static _Atomic uint64_t owner[TABLE];      /* by id hash: thread + 1, or 0 */
 static _Atomic long rounds;
 static time_t deadline;
 
+/* A part of the table per region, an entry per slot (stack ids are region << VMS_SLOT_BITS | slot). */
 static uint32_t key(const vms_stack *st)
 {
-    return (st->id ^ (st->id >> 28) * 0x9e3779b1u) % TABLE;
+    uint32_t part = TABLE / VMS_MAX_REGIONS, slot = st->id & ((1u << VMS_SLOT_BITS) - 1);
+
+    CHECK(slot < part);
+    return (st->id >> VMS_SLOT_BITS) * part + slot;
 }
 
 static void claim(const vms_stack *st, uint64_t me)

@@ -55,6 +55,18 @@ static void help(void)
            "man vmstack-run(1) has the details.\n");
 }
 
+/*
+ * Without --guard: the user's VMSTACK_GUARD_SIZE when set, else the run's
+ * default.  It goes to the preload library as its own variable, so that a
+ * program that uses vmstack itself keeps its own configuration.
+ */
+static const char *guard_default(void)
+{
+    const char *v = getenv("VMSTACK_GUARD_SIZE");
+
+    return v && *v ? v : RUN_DEFAULT_GUARD;
+}
+
 /* ---- checking the options ---- */
 
 static int check_size(const char *opt, const char *v, size_t min, size_t max)
@@ -346,7 +358,7 @@ static int set_env(const struct run_args *a, const char *preload, const char *ou
     snprintf(sig, sizeof sig, "%d", a->report_signal ? parse_signal(a->report_signal) : 0);
     rc = setenv("LD_PRELOAD", ld, 1) | setenv("VMSTACK_RUN_PID", pid, 1) |
          setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
-         (a->guard || !getenv("VMSTACK_GUARD_SIZE") ? setenv("VMSTACK_GUARD_SIZE", a->guard ? a->guard : RUN_DEFAULT_GUARD, 1) : 0) |
+         setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
          (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
          (output ? setenv("VMSTACK_RUN_OUTPUT", output, 1) : unsetenv("VMSTACK_RUN_OUTPUT")) |
          (a->report_signal ? setenv("VMSTACK_RUN_REPORT_SIGNAL", sig, 1) : unsetenv("VMSTACK_RUN_REPORT_SIGNAL"));

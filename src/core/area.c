@@ -6,8 +6,9 @@
  * Why a region per size rather than one region for all sizes: with fixed
  * geometry the slot of an address is one division, with no lock and no
  * search, which the fault handler needs; neighbouring guards line up; and a
- * freed slot fits any later request of its region.  Programs use a handful
- * of stack sizes, so VMS_MAX_SIZES regions are plenty.
+ * freed slot fits any later request of its region.  Requested sizes are
+ * rounded up to a size class (sizeclass.c), so a region per class (and
+ * guard size in use) covers every size.
  */
 #include "core/internal.h"
 
@@ -15,23 +16,23 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static struct vms_region *find_region(size_t stack_size)
+static struct vms_region *find_region(size_t stack_size, size_t guard_size)
 {
     unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
 
     for (unsigned i = 0; i < n; i++)
-        if (vms__g.regions[i]->stack_size == stack_size)
+        if (vms__g.regions[i]->stack_size == stack_size && vms__g.regions[i]->guard_size == guard_size)
             return vms__g.regions[i];
     return NULL;
 }
 
 /* Chunks of about VMS_CHUNK_TARGET bytes, and as many as the reserve holds. */
-static void set_geometry(struct vms_region *r, size_t stack_size)
+static void set_geometry(struct vms_region *r, size_t stack_size, size_t guard_size)
 {
     size_t reserve = vms__g.cfg.reserve;
 
     r->stack_size = stack_size;
-    r->guard_size = vms__g.cfg.guard_size;
+    r->guard_size = guard_size;
     r->slot_size = r->guard_size + stack_size;
     r->chunk_slots = VMS_CHUNK_TARGET / r->slot_size;
     if (r->chunk_slots == 0)
@@ -61,18 +62,19 @@ static int region_fail(struct vms_region *r, size_t stack_size, size_t cache_byt
                      reserve >> 20, stack_size >> 10);
 }
 
-static int region_create(size_t stack_size, struct vms_region **out)
+static int region_create(size_t stack_size, size_t guard_size, struct vms_region **out)
 {
     unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_relaxed);
     struct vms_region *r;
     size_t cache_bytes;
 
-    if (n == VMS_MAX_SIZES)
-        return vms__fail(ENOSPC, "%d different stack sizes are in use already: use fewer sizes", VMS_MAX_SIZES);
+    if (n == VMS_MAX_REGIONS)
+        return vms__fail(ENOSPC, "%u regions (size classes times guard sizes) are in use already: use fewer "
+                                 "guard sizes", VMS_MAX_REGIONS);
     r = vms__os_alloc(sizeof *r);
     if (!r)
         return vms__fail(ENOMEM, "out of memory for the descriptor of a stack region");
-    set_geometry(r, stack_size);
+    set_geometry(r, stack_size, guard_size);
     r->index = n;
     /* A cache line per CPU at least, so CPUs do not share cache entries' lines. */
     r->cache_stride = (vms__g.cfg.cache + 15u) & ~15u;
@@ -89,29 +91,35 @@ static int region_create(size_t stack_size, struct vms_region **out)
     return 0;
 }
 
-struct vms_region *vms__region_for(size_t stack_size, int *err)
+struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err)
 {
     struct vms_region *r;
+    size_t size;
     int rc;
 
     if ((rc = vms__ensure_init())) {
         *err = rc;
         return NULL;
     }
-    if (stack_size == 0)
-        stack_size = vms__g.cfg.stack_size;
-    if ((r = find_region(stack_size)))
+    /* Most stacks are of the default size: its region is remembered, no class or search. */
+    if (!stack_size && !guard_size && (r = atomic_load_explicit(&vms__g.default_region, memory_order_acquire)))
         return r;
-    if (stack_size % vms__g.page || stack_size < VMS_MIN_STACK || stack_size > VMS_MAX_STACK) {
-        *err = vms__fail(EINVAL, "stack size %zu: must be a multiple of the page size (%zu) from 16 KiB to 1 GiB",
-                         stack_size, vms__g.page);
+    size = vms__size_class(stack_size ? stack_size : vms__g.cfg.stack_size);
+    if (size == 0) {
+        *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
         return NULL;
     }
-    pthread_mutex_lock(&vms__g.lock);
-    r = find_region(stack_size);
-    if (!r && (rc = region_create(stack_size, &r)))
-        *err = rc;
-    pthread_mutex_unlock(&vms__g.lock);
+    if (!guard_size || vms__g.mode == VMS_GUARD_NONE)
+        guard_size = vms__g.cfg.guard_size;
+    if (!(r = find_region(size, guard_size))) {
+        pthread_mutex_lock(&vms__g.lock);
+        r = find_region(size, guard_size);
+        if (!r && (rc = region_create(size, guard_size, &r)))
+            *err = rc;
+        pthread_mutex_unlock(&vms__g.lock);
+    }
+    if (r && !stack_size && guard_size == vms__g.cfg.guard_size)
+        atomic_store_explicit(&vms__g.default_region, r, memory_order_release);
     return r;
 }
 
@@ -257,6 +265,21 @@ int vms_on_stack(const void *ptr, vms_stack *st)
     if (st)
         vms__fill_handle(loc.region, loc.slot, st);
     return 1;
+}
+
+int vms_stack_free_sp(void *addr)
+{
+    struct vms_loc loc;
+    vms_stack st;
+
+    vms__locate(addr, &loc);
+    if (loc.where != VMS_AT_STACK) /* the top of a stack is the first byte above it */
+        vms__locate((char *)addr - 1, &loc);
+    if (loc.where != VMS_AT_STACK ||
+        (uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != VMS_SLOT_LIVE)
+        return vms__fail(EINVAL, "%p is on no live vmstack stack: foreign pointer, or freed already", addr);
+    vms__fill_handle(loc.region, loc.slot, &st);
+    return vms_stack_free(&st);
 }
 
 struct vms_task *vms__task_of(const vms_stack *st)

@@ -31,7 +31,7 @@
  */
 #define THREAD_CACHE 2
 struct thread_cache {
-    _Atomic uint32_t slot[VMS_MAX_SIZES][THREAD_CACHE]; /* slot + 1, or 0 */
+    _Atomic uint32_t slot[VMS_MAX_REGIONS][THREAD_CACHE]; /* slot + 1, or 0 */
     struct thread_cache *next, *prev;
     bool registered;
 };
@@ -135,7 +135,7 @@ static size_t tcache_count(void)
 
     pthread_mutex_lock(&tcache_lock);
     for (struct thread_cache *t = tcache_list; t; t = t->next)
-        for (int ri = 0; ri < VMS_MAX_SIZES; ri++)
+        for (unsigned ri = 0; ri < VMS_MAX_REGIONS; ri++)
             for (int i = 0; i < THREAD_CACHE; i++)
                 n += atomic_load_explicit(&t->slot[ri][i], memory_order_relaxed) != 0;
     pthread_mutex_unlock(&tcache_lock);
@@ -355,10 +355,10 @@ static struct vms_region *region_of_id(uint32_t id)
     return vms__g.regions[ri];
 }
 
-int vms_stack_alloc(vms_stack *st, size_t size)
+int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
 {
     int err = 0;
-    struct vms_region *r = vms__region_for(size, &err);
+    struct vms_region *r = vms__region_for(size, guard, &err);
     uint32_t idx;
     uint64_t gen;
 
@@ -374,6 +374,11 @@ int vms_stack_alloc(vms_stack *st, size_t size)
     atomic_store_explicit(&r->slots[idx].state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
     vms__fill_handle(r, idx, st);
     return 0;
+}
+
+int vms_stack_alloc(vms_stack *st, size_t size)
+{
+    return vms__stack_alloc(st, size, 0);
 }
 
 int vms_stack_free(vms_stack *st)
@@ -459,5 +464,6 @@ void vms_stats_get(vms_stats *s)
         s->release_calls += r->release_calls;
         pthread_mutex_unlock(&r->lock);
     }
-    s->live -= s->cached;
+    s->altstacks = (size_t)atomic_load_explicit(&vms__g.altstacks, memory_order_relaxed);
+    s->live -= s->cached + s->altstacks;
 }

@@ -202,6 +202,34 @@ static int init_locked(const vms_config *cfg)
     return 0;
 }
 
+/*
+ * The program's own vms_init after `vmstack run` set the library up: its
+ * settings apply from now on (new regions get its guard size and reserve;
+ * its default size, pool and scrub hold at once), while the run's thread
+ * and alternate stacks keep theirs.  The guard mode and the per-CPU cache
+ * size are built into what exists already: they stay the run's.
+ */
+static int replace_locked(const vms_config *cfg)
+{
+    int rc = vms__config_check(cfg);
+    vms_config next = *cfg;
+
+    if (rc)
+        return rc;
+    /* auto is whichever guard the run found, unless that is none. */
+    if ((cfg->guard != vms__g.cfg.guard && (cfg->guard != VMS_GUARD_AUTO || vms__g.mode == VMS_GUARD_NONE)) ||
+        cfg->cache != vms__g.cfg.cache)
+        return vms__fail(EBUSY, "under vmstack run the guard mode and the cache size are set already (VMSTACK_GUARD, "
+                                "VMSTACK_CACHE): set them in the environment instead");
+    next.guard = vms__g.cfg.guard;
+    if (next.guard == VMS_GUARD_NONE)
+        next.guard_size = 0;
+    vms__g.cfg = next;
+    atomic_store(&vms__g.scrub, cfg->scrub != 0);
+    atomic_store(&vms__g.default_region, NULL); /* the default size or guard may be new */
+    return 0;
+}
+
 int vms_init(const vms_config *user)
 {
     vms_config cfg;
@@ -221,10 +249,22 @@ int vms_init(const vms_config *user)
         if (want.guard == VMS_GUARD_NONE)
             want.guard_size = 0;
         rc = config_equal(&want, &vms__g.cfg) ? 0
+             : vms__g.provisional ? replace_locked(&cfg)
              : vms__fail(EBUSY, "vmstack is already initialised with other settings: call vms_init before the first allocation");
+        vms__g.provisional = false;
     } else {
         rc = init_locked(&cfg);
     }
+    pthread_mutex_unlock(&vms__g.lock);
+    return rc;
+}
+
+int vms__init_provisional(const vms_config *cfg)
+{
+    int rc = vms_init(cfg);
+
+    pthread_mutex_lock(&vms__g.lock);
+    vms__g.provisional = rc == 0;
     pthread_mutex_unlock(&vms__g.lock);
     return rc;
 }

@@ -17,9 +17,16 @@
 #define VMS_MAX_CACHE 64u
 #define VMS_CHUNK_TARGET ((size_t)32 << 20)   /* bytes of slots mapped per growth */
 #define VMS_RELEASE_BATCH 32u                  /* stacks returned to the kernel at once */
-#define VMS_SLOT_BITS 28u                      /* vms_stack.id = region << 28 | slot */
+#define VMS_SLOT_BITS 25u                      /* vms_stack.id = region << 25 | slot */
+/*
+ * A region per size class and guard size: the program's guard, and under
+ * `vmstack run` the run's own for thread stacks, which may differ.
+ */
+#define VMS_MAX_REGIONS 128u
 #define VMS_VMA_HEADROOM 1024                  /* VMAs left to the rest of the process */
 #define VMS_SLOT_EXT_BYTES 192                 /* room per slot for the task layer's record */
+
+_Static_assert(VMS_MAX_REGIONS <= 1u << (32 - VMS_SLOT_BITS), "a stack id has room for every region's index");
 
 /* The canary at the lowest word of a fiber's stack: the kernel's STACK_END_MAGIC, twice. */
 #define VMS_STACK_END_MAGIC 0x57ac6e9d57ac6e9dULL
@@ -28,14 +35,17 @@
 enum { VMS_SLOT_UNUSED = 0, VMS_SLOT_FREE = 1, VMS_SLOT_LIVE = 2 };
 
 /* What runs on a stack, as far as reports and classification care. */
-enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TASK_ALTSTACK };
+enum vms_task_kind { VMS_TASK_NONE = 0, VMS_TASK_FIBER, VMS_TASK_THREAD, VMS_TASK_ALTSTACK, VMS_TASK_STACK };
 
 struct vms_task {
-    int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack */
-    uint64_t id;              /* fiber id, or thread id (tid) */
+    int kind;                 /* VMS_TASK_*; NONE for a bare vms_stack_alloc stack, STACK
+                                 once its user named it or gave it an overflow handler */
+    uint64_t id;              /* fiber id, thread id (tid), or a STACK's vms_stack.id */
     char name[32];
     void *start;              /* the task's start routine, for reports */
     void *owner;              /* the thread's record in libvmstack-preload.so */
+    vms_stack_overflow_fn on_overflow; /* a STACK's runtime ends its coroutine here */
+    void *on_overflow_arg;
 };
 
 /*
@@ -96,10 +106,15 @@ struct vms_global {
     _Atomic int ready;
     _Atomic int scrub;                /* cfg.scrub, switchable at run time */
     _Atomic unsigned nregions;
-    struct vms_region *regions[VMS_MAX_SIZES];
+    struct vms_region *regions[VMS_MAX_REGIONS];
     long vmas_counted;                /* last count of /proc/self/maps lines */
     long vmas_added;                  /* VMAs our guards added since that count */
     _Atomic uint64_t overflows;       /* caught by the fault layer, for vms_stats */
+    _Atomic long altstacks;           /* live alternate signal stacks, kept out of vms_stats.live */
+    size_t altstack_size;             /* 0: 64 KiB, or the default stack size when larger */
+    struct vms_region *_Atomic default_region; /* of the default size and guard, once used */
+    bool provisional;                 /* set up by `vmstack run`: the program's vms_init may still
+                                         replace the configuration */
 };
 extern struct vms_global vms__g;
 
@@ -132,6 +147,12 @@ void vms__cache_fork_lock(bool take);
 int vms__config_check(const vms_config *cfg);
 int vms__parse_size(const char *s, size_t *out);
 int vms__ensure_init(void);
+/*
+ * vms_init for `vmstack run` before the program runs: with the settings the
+ * program would get by itself, which the program's own vms_init may then
+ * replace (see replace_locked).  0 or as vms_init.
+ */
+int vms__init_provisional(const vms_config *cfg);
 
 /* os.c: the only place that talks to the kernel about memory */
 void *vms__os_reserve(size_t bytes);
@@ -144,8 +165,15 @@ vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
 long vms__os_count_vmas(void);
 long vms__os_max_map_count(void);
 
+/*
+ * sizeclass.c: the class size is rounded up to (a page multiple, 16 KiB
+ * to 1 GiB), or 0 for a size above 1 GiB.  Pure arithmetic.
+ */
+size_t vms__size_class(size_t size);
+
 /* area.c */
-struct vms_region *vms__region_for(size_t stack_size, int *err);
+/* The region of a size (0: the default) and guard (0: the configured one); NULL with *err set. */
+struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err);
 int vms__region_grow(struct vms_region *r);
 static inline char *vms__slot_base(const struct vms_region *r, uint32_t idx)
 {
@@ -172,6 +200,9 @@ static inline struct vms_slot *vms__slot_of_id(uint32_t id)
         return NULL;
     return &vms__g.regions[ri]->slots[idx];
 }
+/* cache.c: vms_stack_alloc with a guard of guard bytes (0: the configured one). */
+int vms__stack_alloc(vms_stack *st, size_t size, size_t guard);
+
 /* The task record of a live stack (NULL for a stale or foreign handle). */
 struct vms_task *vms__task_of(const vms_stack *st);
 

@@ -60,7 +60,7 @@ static _Atomic int installed;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction prev[2];       /* SIGSEGV, SIGBUS before us */
 static _Atomic int in_flight;          /* handlers writing a report */
-static _Atomic int policy[3];          /* by vms_overflow_task */
+static _Atomic int policy[4];          /* by vms_overflow_task */
 static _Atomic(vms_overflow_fn) policy_fn;
 static void *_Atomic policy_arg;
 
@@ -286,9 +286,19 @@ static bool passes_to_program(int sig)
 
 /* ---- policies ---- */
 
-static vms_overflow_policy default_policy(vms_overflow_task t)
+static vms_overflow_task task_kind(const struct vms_task *t)
 {
-    return t == VMS_OVERFLOW_FIBER ? VMS_OVERFLOW_KILL : VMS_OVERFLOW_ABORT;
+    switch (t->kind) {
+    case VMS_TASK_FIBER: return VMS_OVERFLOW_FIBER;
+    case VMS_TASK_NONE: case VMS_TASK_STACK: return VMS_OVERFLOW_STACK;
+    default: return VMS_OVERFLOW_THREAD;
+    }
+}
+
+static vms_overflow_policy default_policy(const struct vms_fault *f, vms_overflow_task t)
+{
+    return t == VMS_OVERFLOW_FIBER || (t == VMS_OVERFLOW_STACK && f->owner.on_overflow) ? VMS_OVERFLOW_KILL
+                                                                                         : VMS_OVERFLOW_ABORT;
 }
 
 static vms_overflow_policy ask_callback(const struct vms_fault *f, vms_overflow_task t,
@@ -299,55 +309,47 @@ static vms_overflow_policy ask_callback(const struct vms_fault *f, vms_overflow_
     vms_overflow ov;
 
     if (!fn)
-        return default_policy(t);
-    memcpy(name, f->owner.name, sizeof f->owner.name);
-    name[sizeof f->owner.name] = 0;
-    ov = (vms_overflow){
-        .task = t,
-        .id = f->owner.id,
-        .name = name,
-        .fault_addr = (void *)f->addr,
-        .stack_lo = (void *)f->lo,
-        .stack_hi = (void *)f->hi,
-        .guard_lo = (void *)f->guard_lo,
-        .ip = (void *)f->ip,
-        .sp = (void *)f->sp,
-        .bp = (void *)f->bp,
-        .signo = f->signo,
-        .report = b->p,
-        .report_len = b->len,
-    };
+        return default_policy(f, t);
+    vms__overflow_info(f, t, b, name, &ov);
     return fn(&ov, atomic_load_explicit(&policy_arg, memory_order_relaxed));
 }
 
-/* Kill needs a fiber, and it must be the one running here, on that stack. */
-static bool killable(const struct vms_fault *f)
+/*
+ * A kill needs a fiber that is the one running here, on that stack; or a
+ * stack whose runtime gave it an overflow handler.
+ */
+static enum vms_outcome kill_outcome(const struct vms_fault *f)
 {
     struct vms_fiber_desc *cur;
 
+    if (f->owner.kind == VMS_TASK_STACK && f->owner.on_overflow)
+        return VMS_OUT_KILL_STACK;
     if (f->owner.kind != VMS_TASK_FIBER)
-        return false;
+        return VMS_OUT_UNKILLABLE;
     cur = vms__fiber_current();
-    return cur && (uintptr_t)cur->base == f->lo;
+    return cur && (uintptr_t)cur->base == f->lo ? VMS_OUT_KILL_FIBER : VMS_OUT_UNKILLABLE;
 }
 
-static bool decide_kill(struct vms_fault *f, const struct vms_sbuf *b)
+static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
 {
-    vms_overflow_task t = f->owner.kind == VMS_TASK_FIBER ? VMS_OVERFLOW_FIBER : VMS_OVERFLOW_THREAD;
+    enum vms_outcome o;
+    vms_overflow_task t = task_kind(&f->owner);
     vms_overflow_policy p = atomic_load_explicit(&policy[t], memory_order_relaxed);
 
     if (p == VMS_OVERFLOW_DEFAULT)
-        p = default_policy(t);
+        p = default_policy(f, t);
     if (p == VMS_OVERFLOW_CALLBACK)
         p = ask_callback(f, t, b);
     if (p != VMS_OVERFLOW_KILL && p != VMS_OVERFLOW_ABORT)
-        p = default_policy(t);
-    if (p != VMS_OVERFLOW_KILL || !killable(f))
-        return false;
+        p = default_policy(f, t);
+    if (p != VMS_OVERFLOW_KILL)
+        return VMS_OUT_ABORT;
+    if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER)
+        return o;
     /* A kill must never hang the process: none of the chain may hold a shared lock. */
     vms__kill_check(f, &f->kc);
     f->kill_refused = !f->kc.followed || f->kc.holder;
-    return !f->kill_refused;
+    return f->kill_refused ? VMS_OUT_ABORT : o;
 }
 
 /*
@@ -404,13 +406,25 @@ static bool repeated(const struct vms_fault *f)
     return f->ip == passed_ip && f->addr == passed_addr;
 }
 
+/* A stack's overflow handler came back instead of ending the coroutine. */
+static void handler_returned(const struct vms_fault *f)
+{
+    char text[128];
+    struct vms_sbuf b = {text, sizeof text, 0};
+
+    vms__sb_str(&b, "vmstack: the overflow handler of stack '");
+    vms__sb_name(&b, f->owner.name, sizeof f->owner.name);
+    vms__sb_str(&b, "' returned: aborting\n");
+    vms__report_emit(text, b.len);
+}
+
 static void handle(struct vms_fault *f, siginfo_t *si)
 {
     char small[SMALL_REPORT_BYTES];
     char *text = report_area ? report_area : small;
     size_t cap = report_area ? REPORT_BYTES : sizeof small;
     struct vms_sbuf b = {text, cap - OUTCOME_BYTES, 0};
-    bool kill = false;
+    enum vms_outcome o = VMS_OUT_ABORT;
 
     if (repeated(f)) {
         pass_on(f->signo, si, f->uc);
@@ -421,16 +435,20 @@ static void handle(struct vms_fault *f, siginfo_t *si)
     vms__report_body(&b, f);
     if (f->cls == VMS_FAULT_OVERFLOW) {
         atomic_fetch_add_explicit(&vms__g.overflows, 1, memory_order_relaxed);
-        kill = decide_kill(f, &b);
+        o = decide(f, &b);
     }
     b.cap = cap;
-    f->to_program = !kill && passes_to_program(f->signo);
-    vms__report_outcome(&b, f, kill);
+    f->to_program = (o == VMS_OUT_ABORT || o == VMS_OUT_UNKILLABLE) && passes_to_program(f->signo);
+    vms__report_outcome(&b, f, o);
     vms__report_end(&b);
     atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
-    if (kill) {
+    if (o == VMS_OUT_KILL_FIBER) {
         redirect_to_kill(f);
         return;
+    }
+    if (o == VMS_OUT_KILL_STACK) {
+        vms__foreign_end(f, &b);
+        handler_returned(f);
     }
     wait_for_other_reports();
     passed_ip = f->ip;
@@ -590,6 +608,8 @@ static int install(void)
 
 static size_t altstack_size(void)
 {
+    if (vms__g.altstack_size)
+        return vms__g.altstack_size;
     return vms__g.cfg.stack_size > ALTSTACK_MIN ? vms__g.cfg.stack_size : ALTSTACK_MIN;
 }
 
@@ -606,6 +626,7 @@ int vms__altstack_ensure(void)
         alt_ready = 0;
         return rc;
     }
+    atomic_fetch_add_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
     t = vms__task_of(&alt);
     t->kind = VMS_TASK_ALTSTACK;
     t->id = (uint64_t)vms__os_tid();
@@ -615,6 +636,7 @@ int vms__altstack_ensure(void)
     ss.ss_size = alt.size - REPORT_BYTES;
     if (sigaltstack(&ss, &alt_prev)) {
         rc = vms__fail(errno, "sigaltstack failed: %s", strerror(errno));
+        atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
         vms_stack_free(&alt);
         report_area = NULL;
         alt_ready = 0;
@@ -624,16 +646,26 @@ int vms__altstack_ensure(void)
     return 0;
 }
 
+int vms__altstack_drop(void)
+{
+    if (!alt_ready)
+        return 0;
+    /* One call: it fails (EPERM) while we run on the altstack, which must then not be freed. */
+    if (sigaltstack(&alt_prev, NULL))
+        return vms__fail(EBUSY, "the alternate signal stack is in use: not from a signal handler");
+    pthread_setspecific(alt_key, NULL);
+    atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
+    vms_stack_free(&alt);
+    report_area = NULL;
+    alt_ready = 0;
+    return 0;
+}
+
 /* Thread exit: the previous altstack back (a sanitizer may unmap it), ours freed. */
 static void altstack_release(void *unused)
 {
     (void)unused;
-    /* One call: it fails (EPERM) while we run on the altstack, which must then not be freed. */
-    if (sigaltstack(&alt_prev, NULL))
-        return;
-    vms_stack_free(&alt);
-    report_area = NULL;
-    alt_ready = 0;
+    vms__altstack_drop();
 }
 
 int vms__fault_thread_init(void)
@@ -671,7 +703,8 @@ __attribute__((constructor(101))) static void register_thread_ready(void)
 
 int vms_set_overflow_policy(vms_overflow_task task, vms_overflow_policy p)
 {
-    if ((task != VMS_OVERFLOW_FIBER && task != VMS_OVERFLOW_THREAD) || p < VMS_OVERFLOW_DEFAULT ||
+    if ((task != VMS_OVERFLOW_FIBER && task != VMS_OVERFLOW_THREAD && task != VMS_OVERFLOW_STACK) ||
+        p < VMS_OVERFLOW_DEFAULT ||
         p > VMS_OVERFLOW_CALLBACK)
         return vms__fail(EINVAL, "overflow policy %d for task kind %d: no such policy or task kind", (int)p,
                          (int)task);

@@ -29,6 +29,8 @@ struct vms_sbuf {
 void vms__sb_str(struct vms_sbuf *b, const char *s);
 void vms__sb_hex(struct vms_sbuf *b, uint64_t v);
 void vms__sb_dec(struct vms_sbuf *b, uint64_t v);
+/* A name from a task record, at most max bytes, which need not be terminated. */
+void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max);
 
 /* killsafe.c: may the overflowing fiber be killed?  (vms__kill_check below) */
 struct vms_kill_check {
@@ -61,8 +63,15 @@ struct vms_fault {
 
 /* Writes the report up to (not including) the line saying what happens next. */
 void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f);
-/* The last line: "killed fiber 'name'", "aborting", or passing the signal on. */
-void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, bool killed);
+/* What happens to the task that overflowed (a wild access is passed on). */
+enum vms_outcome {
+    VMS_OUT_ABORT,        /* the policy says abort */
+    VMS_OUT_UNKILLABLE,   /* the policy says kill, which this task does not allow: abort */
+    VMS_OUT_KILL_FIBER,   /* vmstack kills the fiber */
+    VMS_OUT_KILL_STACK,   /* the stack's overflow handler ends its coroutine */
+};
+/* The last line: "killed fiber 'name'", "aborting" and why, or passing the signal on. */
+void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms_outcome o);
 /*
  * A report's life: begin (waits, boundedly, until no other report is being
  * written, so two reports never interleave; decides whether lines stream),
@@ -129,6 +138,20 @@ bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit);
  */
 int vms__fault_thread_init(void);
 int vms__altstack_ensure(void);
+/* Frees the calling thread's alternate stack, restoring its earlier one; -EBUSY while on it. */
+int vms__altstack_drop(void);
+
+/* ---- foreign.c: stacks of other coroutine libraries ---- */
+
+/* Async-signal-safe: fills *ov (name: a buffer of sizeof owner.name + 1 bytes). */
+void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const struct vms_sbuf *b, char *name,
+                        vms_overflow *ov);
+/*
+ * Async-signal-safe, in the handler after the report: calls the stack's
+ * overflow handler with the interrupted code's signal mask.  Returns only
+ * when the handler returned (then the mask is all-blocked again).
+ */
+void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b);
 
 /*
  * Unwinding inside the handler follows call-frame information that may be

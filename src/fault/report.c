@@ -104,7 +104,7 @@ void vms__sb_dec(struct vms_sbuf *b, uint64_t v)
 }
 
 /* A name from a task record, which need not be terminated. */
-static void put_name(struct vms_sbuf *b, const char *name, size_t max)
+void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max)
 {
     size_t n = 0;
 
@@ -147,7 +147,7 @@ static void put_this_thread(struct vms_sbuf *b)
 
     prctl(PR_GET_NAME, name);
     vms__sb_str(b, "thread '");
-    put_name(b, name, sizeof name - 1);
+    vms__sb_name(b, name, sizeof name - 1);
     vms__sb_str(b, "' (tid ");
     vms__sb_dec(b, (uint64_t)gettid());
     vms__sb_str(b, ")");
@@ -162,7 +162,7 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
     switch (t->kind) {
     case VMS_TASK_FIBER:
         vms__sb_str(b, "fiber '");
-        put_name(b, t->name, sizeof t->name);
+        vms__sb_name(b, t->name, sizeof t->name);
         vms__sb_str(b, "' (id ");
         vms__sb_dec(b, t->id);
         vms__sb_str(b, ")");
@@ -173,10 +173,19 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
         break;
     case VMS_TASK_THREAD:
         vms__sb_str(b, "thread '");
-        put_name(b, t->name, sizeof t->name);
+        vms__sb_name(b, t->name, sizeof t->name);
         vms__sb_str(b, "' (tid ");
         vms__sb_dec(b, t->id);
         vms__sb_str(b, ")");
+        break;
+    case VMS_TASK_STACK:
+        vms__sb_str(b, "stack '");
+        vms__sb_name(b, t->name, sizeof t->name);
+        vms__sb_str(b, "'");
+        if (here) {
+            vms__sb_str(b, " on ");
+            put_this_thread(b);
+        }
         break;
     case VMS_TASK_ALTSTACK:
         vms__sb_str(b, "the alternate signal stack of tid ");
@@ -416,15 +425,43 @@ static void put_kill_refusal(struct vms_sbuf *b, const struct vms_kill_check *k)
     }
 }
 
-void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, bool killed)
+/* Why a task the policy says to kill is aborted instead. */
+static void put_unkillable(struct vms_sbuf *b, const struct vms_task *t)
+{
+    vms__sb_str(b, "vmstack: aborting: ");
+    switch (t->kind) {
+    case VMS_TASK_FIBER:
+        vms__sb_str(b, "fiber '");
+        vms__sb_name(b, t->name, sizeof t->name);
+        vms__sb_str(b, "' is not the one running here and cannot be killed\n");
+        break;
+    case VMS_TASK_NONE:
+    case VMS_TASK_STACK:
+        vms__sb_str(b, "stack '");
+        vms__sb_name(b, t->name, sizeof t->name);
+        vms__sb_str(b, "' has no overflow handler to end it (vms_stack_on_overflow)\n");
+        break;
+    default:
+        vms__sb_str(b, "a thread cannot be killed alone\n");
+        break;
+    }
+}
+
+void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms_outcome o)
 {
     if (f->cls == VMS_FAULT_WILD) {
         vms__sb_str(b, f->signo == SIGBUS ? "vmstack: not an overflow: passing SIGBUS on\n"
                                           : "vmstack: not an overflow: passing SIGSEGV on\n");
-    } else if (killed) {
+    } else if (o == VMS_OUT_KILL_FIBER) {
         vms__sb_str(b, "vmstack: killed fiber '");
-        put_name(b, f->owner.name, sizeof f->owner.name);
+        vms__sb_name(b, f->owner.name, sizeof f->owner.name);
         vms__sb_str(b, "'\n");
+    } else if (o == VMS_OUT_KILL_STACK) {
+        vms__sb_str(b, "vmstack: killed stack '");
+        vms__sb_name(b, f->owner.name, sizeof f->owner.name);
+        vms__sb_str(b, "': its overflow handler ends the coroutine\n");
+    } else if (o == VMS_OUT_UNKILLABLE) {
+        put_unkillable(b, &f->owner);
     } else if (f->kill_refused) {
         put_kill_refusal(b, &f->kc);
     } else if (f->to_program) {

@@ -7,6 +7,10 @@
  * libelf, and leave one sorted, read-only table in its own mmap'd block.
  * The handler only binary-searches it.
  *
+ * C++ names are demangled here, as they are read, so that the report shows
+ * "recurse(int)" rather than "_ZL7recursei": the demangler allocates, which
+ * the handler must not.
+ *
  * Its own mapping rather than the heap: the overflow report must still be
  * right when the program has trashed its heap.  A refresh (after dlopen)
  * publishes a new table and keeps the old one mapped, since a handler in
@@ -14,6 +18,7 @@
  * loaded modules changed, so that costs little.
  */
 #include "fault/fault.h"
+#include "core/demangle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +141,7 @@ static void read_symbols(struct build *b, Elf *elf, uintptr_t bias)
     Elf_Scn *scn = symbol_section(elf, &sh);
     Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
     size_t n = data && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+    char plain[512];
 
     for (size_t i = 0; i < n && !b->failed; i++) {
         GElf_Sym s;
@@ -149,7 +155,7 @@ static void read_symbols(struct build *b, Elf *elf, uintptr_t bias)
             continue;
         name = elf_strptr(elf, sh.sh_link, s.st_name);
         if (name && *name)
-            add_sym(b, bias + s.st_value, s.st_size, name);
+            add_sym(b, bias + s.st_value, s.st_size, vms__demangle(name, plain, sizeof plain));
     }
 }
 

@@ -94,15 +94,17 @@ static bool whole_number(const char *v, long min, long max, long *out)
     return *v >= '0' && *v <= '9' && !*end && !errno && *out >= min && *out <= max;
 }
 
-static bool read_size_option(size_t *out)
+static bool read_size_option(const char *name, size_t *out)
 {
-    const char *v = getenv("VMSTACK_RUN_STACK_SIZE");
+    const char *v = getenv(name);
+    bool guard = !strcmp(name, "VMSTACK_RUN_GUARD_SIZE");
+    size_t min = guard ? vms__g.page : VMS_MIN_STACK, max = guard ? VMS_MAX_GUARD : VMS_MAX_STACK;
 
     *out = 0;
     if (!v)
         return true;
-    if (vms__parse_size(v, out) || *out % vms__g.page || *out < VMS_MIN_STACK || *out > VMS_MAX_STACK)
-        return bad_option("VMSTACK_RUN_STACK_SIZE", v, "a page multiple from 16K to 1G");
+    if (vms__parse_size(v, out) || *out % vms__g.page || *out < min || *out > max)
+        return bad_option(name, v, guard ? "a page multiple from one page to 1G" : "a page multiple from 16K to 1G");
     return true;
 }
 
@@ -112,7 +114,8 @@ static bool read_options(void)
     long n;
 
     vms__g.page = (size_t)sysconf(_SC_PAGESIZE);
-    if (!read_size_option(&vms__run_opts.stack_size))
+    if (!read_size_option("VMSTACK_RUN_STACK_SIZE", &vms__run_opts.stack_size) ||
+        !read_size_option("VMSTACK_RUN_GUARD_SIZE", &vms__run_opts.guard_size))
         return false;
     if ((v = getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
         return bad_option("VMSTACK_RUN_JSON", v, "0 or 1");
@@ -252,7 +255,7 @@ static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthr
 {
     int rc;
 
-    if (vms_stack_alloc(&t->st, stack_size_for(attr)))
+    if (vms__stack_alloc(&t->st, stack_size_for(attr), vms__run_opts.guard_size))
         return EINVAL;
     t->lo = t->st.base;
     t->hi = vms_stack_top(&t->st);
@@ -425,12 +428,16 @@ __attribute__((constructor)) static void preload_init(void)
      */
     vms__thread_ended = vms__run_released;
     /*
-     * Thread stacks get explicit sizes; the default size is only that of
-     * the alternate signal stacks.  Larger than the 64 KiB they need, so
+     * The alternate signal stacks are larger than the 64 KiB they need, so
      * that a chunk of their region is ~30 slots, not ~400 slots each
-     * guarded at start-up; only touched pages cost memory.
+     * guarded at start-up; only touched pages cost memory.  Thread stacks
+     * get explicit sizes and the run's guard.  The configuration itself is
+     * the one the program would get without 'vmstack run' (the defaults and
+     * its environment), and stays the program's to replace: a program
+     * linked with libvmstack calls this library, so its own vms_init must
+     * win, and its fibers must not get the run's sizes.
      */
-    cfg.stack_size = ALTSTACK_SIZE;
+    vms__g.altstack_size = ALTSTACK_SIZE;
     if (pthread_getattr_default_np(&a) == 0) {
         pthread_attr_getstacksize(&a, &default_stack);
         pthread_attr_destroy(&a);
@@ -439,7 +446,7 @@ __attribute__((constructor)) static void preload_init(void)
         unprotected("glibc gives no default thread stack size");
         return;
     }
-    if (vms_init(&cfg) || fault_init()) {
+    if (vms__init_provisional(&cfg) || fault_init()) {
         unprotected(vms_last_error());
         return;
     }

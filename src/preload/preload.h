@@ -19,15 +19,18 @@
 /*
  * The options, from the environment that 'vmstack run' sets:
  *   VMSTACK_RUN_STACK_SIZE     stack size of threads that ask for no size
+ *   VMSTACK_RUN_GUARD_SIZE     guard below each thread stack
  *   VMSTACK_RUN_JSON=1         the table as JSON
  *   VMSTACK_RUN_OUTPUT=FILE    the table replaces FILE (else: stderr)
  *   VMSTACK_RUN_REPORT_SIGNAL  signal number that prints the table
  *   VMSTACK_RUN_PID            the process that prints the table (the one
  *                              'vmstack run' started; its children don't)
- * and VMSTACK_GUARD_SIZE, VMSTACK_GUARD etc. for the library itself.
+ * and VMSTACK_GUARD, VMSTACK_GUARD_SIZE etc. for the library itself, as
+ * the program sees them too.
  */
 struct run_opts {
     size_t stack_size;  /* 0: glibc's default */
+    size_t guard_size;  /* 0: the library's configured guard */
     bool json;
     const char *output;
     int report_signal;  /* 0: none */

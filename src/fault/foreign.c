@@ -1,0 +1,114 @@
+/*
+ * Stacks of other coroutine libraries, first-class: a name for reports, a
+ * per-stack overflow handler through which the runtime ends just the
+ * coroutine that overflowed, and the thread attach call that makes any
+ * thread (a work-stealing scheduler's worker) report-ready.
+ *
+ * Ending a coroutine of another runtime cannot work as the kill of a
+ * fiber does (a fresh frame near the top of the overflowed stack): the
+ * runtime may keep its own records there (Boost.Context keeps the
+ * continuation's record at the top).  So the runtime's handler runs on the
+ * alternate signal stack, after the report, and leaves from there to a
+ * context of the runtime's (longjmp, or its own context switch).  The
+ * signal mask of the overflowed code is restored first: a handler that
+ * never returns must not leave the thread with every signal blocked, and
+ * with SIGSEGV blocked the next overflow would kill the process unreported.
+ */
+#include "fault/fault.h"
+#include "core/sanitizer.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* The record of a bare stack a runtime may set up, made a STACK's.  0 or -errno. */
+static int stack_task(const vms_stack *st, struct vms_task **out)
+{
+    struct vms_task *t = st ? vms__task_of(st) : NULL;
+
+    if (!t)
+        return vms__fail(EINVAL, "%p is not a live vmstack stack: stale or foreign handle", st ? st->base : NULL);
+    if (t->kind != VMS_TASK_NONE && t->kind != VMS_TASK_STACK)
+        return vms__fail(EBUSY, "stack %p runs a vmstack fiber or thread, which vmstack names and ends itself",
+                         st->base);
+    t->kind = VMS_TASK_STACK;
+    t->id = st->id;
+    *out = t;
+    return 0;
+}
+
+int vms_stack_set_name(const vms_stack *st, const char *name)
+{
+    struct vms_task *t = NULL;
+    size_t i = 0;
+    int rc = stack_task(st, &t);
+
+    if (rc)
+        return rc;
+    for (; name && name[i] && i < sizeof t->name - 1; i++)
+        t->name[i] = name[i];
+    memset(t->name + i, 0, sizeof t->name - i);
+    return 0;
+}
+
+int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn, void *arg)
+{
+    struct vms_task *t = NULL;
+    int rc = stack_task(st, &t);
+
+    if (rc)
+        return rc;
+    t->on_overflow_arg = arg;
+    t->on_overflow = fn;
+    return 0;
+}
+
+int vms_thread_attach(void)
+{
+    int rc = vms__ensure_init();
+
+    return rc ? rc : vms__fault_thread_init();
+}
+
+int vms_thread_unattach(void)
+{
+    return vms__altstack_drop();
+}
+
+/* Async-signal-safe: what the policy callback and a stack's handler are told. */
+void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const struct vms_sbuf *b, char *name,
+                        vms_overflow *ov)
+{
+    memcpy(name, f->owner.name, sizeof f->owner.name);
+    name[sizeof f->owner.name] = 0;
+    *ov = (vms_overflow){
+        .task = t,
+        .id = f->owner.id,
+        .name = name,
+        .fault_addr = (void *)f->addr,
+        .stack_lo = (void *)f->lo,
+        .stack_hi = (void *)f->hi,
+        .guard_lo = (void *)f->guard_lo,
+        .ip = (void *)f->ip,
+        .sp = (void *)f->sp,
+        .bp = (void *)f->bp,
+        .signo = f->signo,
+        .report = b->p,
+        .report_len = b->len,
+    };
+}
+
+void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b)
+{
+    char name[sizeof f->owner.name + 1];
+    sigset_t all;
+    vms_overflow ov;
+
+    vms__overflow_info(f, VMS_OVERFLOW_STACK, b, name, &ov);
+    /* The abandoned frames' redzones must not trouble the stack's next user. */
+    vms__san_stack_reset((void *)f->lo, f->hi - f->lo);
+    pthread_sigmask(SIG_SETMASK, &f->uc->uc_sigmask, NULL);
+    f->owner.on_overflow(&ov, f->owner.on_overflow_arg);
+    /* It returned: back to the handler's mask, everything blocked, for the abort. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+}
