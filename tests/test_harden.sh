@@ -66,10 +66,13 @@ env)
         fail "preload with a bad value: the program failed"
     grep -q '^vmstack run: VMSTACK_RUN_REPORT_SIGNAL=11: expected .*runs without vmstack$' "$tmp/err" ||
         fail "preload with a bad value: $(cat "$tmp/err")"
-    # Protection that cannot be set up at run time is one line, not silence.
-    (ulimit -v 4000000; "$vmstack" run -- true) 2> "$tmp/err" || fail "ulimit -v: exit status"
-    grep -q '^vmstack run: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v' "$tmp/err" ||
-        fail "ulimit -v: $(cat "$tmp/err")"
+    # Protection that cannot be set up at run time is one line, not silence.  (A sanitized vmstack
+    # command cannot itself run under the limit: its shadow memory needs more.)
+    if (ulimit -v 4000000; "$vmstack" --help) > /dev/null 2>&1; then
+        (ulimit -v 4000000; "$vmstack" run -- true) 2> "$tmp/err" || fail "ulimit -v: exit status"
+        grep -q '^vmstack run: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v' "$tmp/err" ||
+            fail "ulimit -v: $(cat "$tmp/err")"
+    fi
     # A setuid program would drop the preload: refused unless --allow-unprotected.
     if [ "$(id -u)" = 0 ]; then
         cp /bin/true "$tmp/suid"; chown nobody "$tmp/suid"; chmod 4755 "$tmp/suid"

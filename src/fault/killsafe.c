@@ -7,7 +7,7 @@
  * held; so do we.  The kill is allowed only when no frame of the faulting
  * chain, from the faulting instruction up to the fiber's start routine,
  * lies in code that may hold a lock some other task needs: libc, the
- * dynamic loader, or vmstack itself.  The lock-free leaf routines of libc
+ * dynamic loader, vmstack itself, or a sanitizer's runtime.  The lock-free leaf routines of libc
  * (mem*, str*, wmem*, wcs*) are allowed.  A chain that cannot be followed
  * up to the start routine proves nothing: no kill.
  *
@@ -34,11 +34,13 @@ static bool starts_with(const char *s, const char *prefix)
     return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Modules whose code may hold a lock that others need. */
+/* Modules whose code may hold a lock that others need (a sanitizer's runtime is an allocator too). */
 static bool locking_module(const char *m)
 {
     return starts_with(m, "libc.so") || starts_with(m, "libc-") || starts_with(m, "ld-linux") ||
-           starts_with(m, "ld.so") || starts_with(m, "libpthread") || starts_with(m, "libvmstack");
+           starts_with(m, "ld.so") || starts_with(m, "libpthread") || starts_with(m, "libvmstack") ||
+           starts_with(m, "libasan") || starts_with(m, "libtsan") || starts_with(m, "libubsan") ||
+           starts_with(m, "liblsan");
 }
 
 /* libc's leaf routines that take no lock (their optimised variants start with "__"). */
