@@ -166,7 +166,7 @@ static void libc(void)
     CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
     check_report(c.text, 0, FIBER_TASK("printf", "printf_fiber"), "^vmstack:  \\[<" HEX ">\\] .* \\[(libc|libasan|libubsan)[^]]*\\]$",
-                 "^vmstack: overflow inside [^ ]*snprintf[^ ]* \\((libc\\.so\\.6|libasan\\.so[.0-9]*)\\): killing the "
+                 "^vmstack: overflow inside [^ ]*snprintf[^ ]* \\((libc\\.so\\.6|lib[at]san\\.so[.0-9]*)\\): killing the "
                  "fiber could leave a lock held; aborting$");
     CHECK_TEXT(count_lines(c.text, "recurse_printf\\+" HEX "/" HEX " \\[test_overflow_fiber\\]$") >= 1, c.text,
                "recurse_printf in the trace");

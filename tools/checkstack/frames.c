@@ -227,13 +227,14 @@ static int64_t prologue_depth(const struct elf_func *fn, uint64_t start, int64_t
 static void sweep(struct frame_fn *f)
 {
     const struct elf_func *fn = f->fn;
-    const uint8_t *p = fn->code, *end = fn->code + fn->size;
+    const uint8_t *p = fn->code, *end;
     bool after_sub = false;
     struct x86_insn in;
     unsigned len;
 
     if (!p)
-        return;
+        return; /* no bytes in the file (a corrupt size must not make an end from NULL) */
+    end = p + fn->size;
     for (; p < end && (len = x86_decode(p, (size_t)(end - p), &in)); p += len) {
         f->dynamic |= sp_variable(&in);
         f->probes |= is_probe(&in, after_sub);
