@@ -71,7 +71,7 @@ typedef enum vms_guard_mode {
  * in the environment accept a K, M, G or T suffix (powers of 1024).
  *
  *   stack_size  64 KiB   VMSTACK_STACK_SIZE  usable bytes of a default stack
- *   guard_size  16 KiB   VMSTACK_GUARD_SIZE  inaccessible bytes below each stack
+ *   guard_size  64 KiB   VMSTACK_GUARD_SIZE  inaccessible bytes below each stack
  *   guard       auto     VMSTACK_GUARD       auto | madvise | mprotect | none
  *   cache       16       VMSTACK_CACHE       free stacks kept per CPU and size (0-64)
  *   pool        256      VMSTACK_POOL        warm free stacks kept in the global
@@ -510,18 +510,41 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * action, so the process dies by the real signal, with its core dump,
  * exactly as without vmstack.
  *
- * The report goes to stderr (or vms_set_report_fd / _callback), as one
- * write; every line starts with "vmstack: ".  Its fixed words are stable:
+ * The report goes to stderr (or vms_set_report_fd), line by line as it is
+ * built, so a report cut short still says what it found; a
+ * vms_set_report_callback callback gets it whole at the end.  Two reports
+ * never interleave.  Every line starts with "vmstack: ".  Its fixed words
+ * are stable:
  *
  *   vmstack: BUG: stack guard page was hit at 0xADDR (stack is 0xLO..0xHI)
  *   vmstack: TASK
  *   vmstack: stack N KiB, guard N KiB at 0xLO..0xHI; sp is N bytes below the top
+ *  [vmstack: one frame jumped the guard: the access landed in the guard of TASK
+ *            (stack is 0xLO..0xHI), whose stack may be corrupted]
  *   vmstack: ip 0xIP sp 0xSP bp 0xBP
  *   vmstack: Call Trace:
  *   vmstack:  [<0xIP>] function+0xOFF/0xSIZE [module]
  *   vmstack:  ... N more frames of function+0xOFF/0xSIZE [module]
  *   vmstack:  ... N frames not shown ...
+ *  [vmstack:  (unwinding failed)]
  *   vmstack: killed fiber 'NAME'          (or)    vmstack: aborting
+ *     (or) vmstack: passing SIGSEGV to the program's own handler
+ *     (or) vmstack: overflow inside FUNCTION (MODULE): killing the fiber could leave a lock held; aborting
+ *     (or) vmstack: the call chain could not be followed to the fiber's start: killing the fiber could
+ *          leave a lock held; aborting
+ *
+ * The offender is the task running on the faulting thread: a fiber whose
+ * one large frame jumped its own guard into another stack's guard is the
+ * one reported (and killed); the bracketed line names the other stack.
+ * "(unwinding failed)": a fault inside the unwinder (corrupt call-frame
+ * information) ended the trace there; the report and the policy go on.
+ * A kill never hangs the process: KILL is carried out only when no frame
+ * of the faulting chain, up to the fiber's start routine, lies in libc,
+ * the dynamic loader or vmstack (libc's lock-free mem* and str* aside),
+ * where the fiber could hold a lock other tasks need; otherwise the
+ * policy becomes ABORT and the last line says why.  An earlier handler
+ * of the program's gets an overflow that is not killed (its last line
+ * says so), as it would have without vmstack.
  *
  * The last line may also read "vmstack: killed stack 'NAME': its overflow
  * handler ends the coroutine" (vms_stack_on_overflow), or, when the policy
@@ -559,7 +582,8 @@ typedef enum vms_overflow_policy {
     VMS_OVERFLOW_KILL,        /* fibers: end it, status VMS_FIBER_KILLED_OVERFLOW, its
                                  scheduler goes on; stacks: call their overflow handler,
                                  which ends the coroutine; threads and stacks without a
-                                 handler cannot be killed alone: ABORT, and the report's
+                                 handler cannot be killed alone, nor a fiber whose chain
+                                 may hold a lock (see above): ABORT, and the report's
                                  last line says why */
     VMS_OVERFLOW_ABORT,       /* report, then die by SIGSEGV as if unhandled (the earlier
                                  handler, if any, gets the fault first); reports that other

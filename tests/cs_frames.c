@@ -41,7 +41,7 @@ NOINLINE int frame_4096(int x)
     return b[x & 4095];
 }
 
-/* Larger than vmstack's default 16 KiB guard: a stack-clash candidate. */
+/* Larger than a 16 KiB guard (test_checkstack.sh asks for one): a stack-clash candidate. */
 NOINLINE int frame_20000(int x)
 {
     volatile char b[20000];

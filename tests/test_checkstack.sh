@@ -5,7 +5,7 @@
 # optimisation levels and checks 'vmstack checkstack' against the compiler:
 # every function of at least --min bytes within 16 bytes of the .su figure,
 # alloca/VLA functions marked dynamic, the 20000-byte frame flagged as a
-# stack clash with the default 16 KiB guard but not with a 32 KiB one.  Then
+# stack clash with a 16 KiB guard but not with a 32 KiB one.  Then
 # a shared library, and the error cases with their exit codes and messages.
 set -u
 
@@ -38,7 +38,7 @@ compare() {
     dir="$TMP/build$(echo "$1" | tr -d ' -')"
     mkdir -p "$dir"
     (cd "$dir" && "$CC" $1 -fstack-usage -o cs_frames "$SRC") || { fail "$CC $1 did not compile $SRC"; return; }
-    "$VMSTACK" checkstack --json "$dir/cs_frames" > "$dir/out.json" || { fail "[$1] checkstack failed"; return; }
+    "$VMSTACK" checkstack --json --guard 16K "$dir/cs_frames" > "$dir/out.json" || { fail "[$1] checkstack failed"; return; }
     checked=0
     # GCC names the .su file after the object: cs_frames-cs_frames.su or cs_frames.su.
     for su in "$dir"/*.su; do
@@ -79,7 +79,7 @@ compare "-O2"
 compare "-O2 -fno-omit-frame-pointer"
 
 # Text output: header, then rows largest first.
-out=$("$VMSTACK" checkstack "$TMP/buildO2/cs_frames") || fail "text output failed"
+out=$("$VMSTACK" checkstack --guard 16K "$TMP/buildO2/cs_frames") || fail "text output failed"
 echo "$out" | sed -n 2p | grep -q '^ADDRESS  *FRAME  *FLAGS  *FUNCTION \[MODULE\]$' || fail "no column header: $out"
 echo "$out" | sed -n 3p | grep -q '^0x[0-9a-f]\{16\}  *200[0-9][0-9]  clash  *frame_20000 \[cs_frames\]$' ||
     fail "largest frame not first: $out"
@@ -93,12 +93,12 @@ rc=$?
 echo "$err" | grep -q "^vmstack checkstack: $O2: 1 function with a frame above --max-frame 8192, the largest frame_20000 (200[0-9][0-9] bytes)\$" ||
     fail "--max-frame message: $err"
 "$VMSTACK" checkstack --max-frame 32K "$O2" > /dev/null 2>&1 || fail "--max-frame 32K: not exit 0"
-err=$("$VMSTACK" checkstack --fail-on clash --json "$O2" 2>&1 >/dev/null)
+err=$("$VMSTACK" checkstack --guard 16K --fail-on clash --json "$O2" 2>&1 >/dev/null)
 rc=$?
 [ "$rc" = 1 ] || fail "--fail-on clash: exit $rc"
 [ "$err" = "vmstack checkstack: $O2: 1 stack clash frame (--fail-on clash)" ] || fail "--fail-on message: $err"
 "$VMSTACK" checkstack --fail-on clash --guard 32K "$O2" > /dev/null || fail "--fail-on clash with --guard 32K: not exit 0"
-"$VMSTACK" checkstack --fail-on clash --json "$O2" 2>/dev/null | json_field frame_20000 clash | grep -qx true ||
+"$VMSTACK" checkstack --guard 16K --fail-on clash --json "$O2" 2>/dev/null | json_field frame_20000 clash | grep -qx true ||
     fail "--fail-on clash: the JSON is not printed as usual"
 
 # A shared library.
@@ -151,12 +151,12 @@ fi
 # Stripped: every FDE is still analysed, an unnamed function shown by its address; with its
 # debug file next to it (.gnu_debuglink), the names come back from there.
 if strip -o "$TMP/stripped" "$TMP/buildO2/cs_frames" 2>/dev/null; then
-    out=$("$VMSTACK" checkstack "$TMP/stripped" 2>&1) || fail "stripped: $out"
+    out=$("$VMSTACK" checkstack --guard 16K "$TMP/stripped" 2>&1) || fail "stripped: $out"
     echo "$out" | grep -q '^0x0*\([0-9a-f]*\)  *200[0-9][0-9]  clash  *0x\1 \[stripped\]$' ||
         fail "stripped: frame_20000 not shown by address: $out"
     if objcopy --only-keep-debug "$TMP/buildO2/cs_frames" "$TMP/cs_frames.debug" &&
         objcopy --add-gnu-debuglink="$TMP/cs_frames.debug" "$TMP/stripped" "$TMP/linked"; then
-        out=$(cd "$TMP" && "$VMSTACK" checkstack "$TMP/linked" 2>&1) || fail "debuglink: $out"
+        out=$(cd "$TMP" && "$VMSTACK" checkstack --guard 16K "$TMP/linked" 2>&1) || fail "debuglink: $out"
         echo "$out" | grep -q '  200[0-9][0-9]  clash  *frame_20000 \[linked\]$' || fail "debuglink: no names: $out"
         echo "$out" | head -1 | grep -q 'symbols from .*cs_frames\.debug' || fail "debuglink: header: $out"
     else
@@ -167,7 +167,7 @@ fi
 # A stripped system library with its debug package (libc6-dbg, from scripts/deps.sh): found by
 # build-id, it names the static functions, buffered_vfprintf among them with its 33 KB frame.
 LIBC=$("$CC" -print-file-name=libc.so.6)
-"$VMSTACK" checkstack "$LIBC" > "$TMP/libc.txt" || fail "checkstack $LIBC"
+"$VMSTACK" checkstack --guard 16K "$LIBC" > "$TMP/libc.txt" || fail "checkstack $LIBC"
 grep -q '^0x[0-9a-f]*  *[0-9]\{5\}  clash  *buffered_vfprintf \[libc.so.6\]' "$TMP/libc.txt" ||
     fail "libc.so.6: buffered_vfprintf not listed with its frame: $(head -5 "$TMP/libc.txt")"
 fdes=$(readelf --debug-dump=frames "$LIBC" 2>/dev/null | grep -c ' FDE ')

@@ -11,20 +11,20 @@ fail() { echo "FAIL: $*" >&2; cat "$tmp/out" "$tmp/err" >&2; exit 1; }
 expect() { grep -qx "$1" "$tmp/out" || fail "expected the line '$1'"; }
 
 unset VMSTACK_STACK_SIZE VMSTACK_GUARD_SIZE
-# Without settings of its own: the built-in defaults (64 KiB stacks, 16 KiB
+# Without settings of its own: the built-in defaults (64 KiB stacks, 64 KiB
 # guards), not the run's 1 MiB alternate stacks and 64 KiB thread guards.
 "$vmstack" run --guard 64K -- "$prog" default > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
 expect "init 0"
-expect "config stack 65536 guard 16384"
-expect "fiber stack at least 65536: 1, guard 16384"
+expect "config stack 65536 guard 65536"
+expect "fiber stack at least 65536: 1, guard 65536"
 expect "thread on a known stack 1"
 expect "vms_stack_alloc in libvmstack-preload.so"
 grep -q ' 64K ' "$tmp/err" || fail "the run's thread guard is not in its table"
 
 # Its environment, as without 'vmstack run'.
 VMSTACK_STACK_SIZE=256K "$vmstack" run -- "$prog" default > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
-expect "config stack 262144 guard 16384"
-expect "fiber stack at least 262144: 1, guard 16384"
+expect "config stack 262144 guard 65536"
+expect "fiber stack at least 262144: 1, guard 65536"
 
 # Its own vms_init succeeds and holds.
 "$vmstack" run --guard 64K -- "$prog" init > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"

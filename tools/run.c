@@ -27,7 +27,7 @@
 
 struct run_args {
     const char *guard, *stack_size, *output, *report_signal;
-    bool json, help;
+    bool json, help, allow_unprotected;
     int prog; /* index of PROG in argv */
 };
 
@@ -46,8 +46,12 @@ static void help(void)
            "                        glibc's, from ulimit -s); find the smallest safe one\n"
            "  --json                the table as JSON\n"
            "  --output FILE         the table replaces FILE (default: stderr)\n"
-           "  --report-signal SIG   also print the table on signal SIG (e.g. USR1)\n\n"
-           "SIZE takes a K, M or G suffix and is a multiple of the page size.\n"
+           "  --report-signal SIG   also print the table on signal SIG (e.g. USR1); the\n"
+           "                        program only, not the processes it starts\n"
+           "  --allow-unprotected   run a setuid or setgid program anyway, without\n"
+           "                        vmstack (the dynamic loader ignores LD_PRELOAD there)\n\n"
+           "SIZE takes a K, M or G suffix and is a multiple of the page size.  Every\n"
+           "VMSTACK_* variable of the environment is checked before the program starts.\n"
            "man vmstack-run(1) has the details.\n");
 }
 
@@ -137,7 +141,7 @@ static int check_output(const char *v, char *abs, size_t n)
     return 0;
 }
 
-enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL };
+enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED };
 
 static const struct option run_options[] = {
     {"guard", required_argument, NULL, OPT_GUARD},
@@ -145,6 +149,7 @@ static const struct option run_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"output", required_argument, NULL, 'o'},
     {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
+    {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
     {0},
 };
 
@@ -165,6 +170,9 @@ static int on_option(void *ctx, int opt, const char *v)
         return 0;
     case OPT_REPORT_SIGNAL:
         return check_signal(a->report_signal = v);
+    case OPT_ALLOW_UNPROTECTED:
+        a->allow_unprotected = true;
+        return 0;
     }
     return CMD_USAGE;
 }
@@ -180,6 +188,76 @@ static int parse(int argc, char **argv, struct run_args *a)
     else if (a->prog >= argc)
         return cmd_usage_error("run", "no program given");
     return 0;
+}
+
+/* ---- checking the environment ---- */
+
+/*
+ * The library's settings from VMSTACK_* variables, checked here, before
+ * the program starts: the preload library could only run the program
+ * without vmstack (and say so) when one is wrong.  Each variable alone on
+ * the defaults first, so that the message names the one that is wrong.
+ */
+static const char *const config_vars[] = {
+    "VMSTACK_STACK_SIZE", "VMSTACK_GUARD_SIZE", "VMSTACK_GUARD", "VMSTACK_RESERVE",
+    "VMSTACK_CACHE",      "VMSTACK_POOL",       "VMSTACK_SCRUB",
+};
+
+static int check_config_var(const char *name, const char *sub)
+{
+    const char *v = getenv(name);
+    vms_config cfg;
+    char *saved[sizeof config_vars / sizeof config_vars[0]];
+    int rc = 0;
+
+    if (!v)
+        return 0;
+    /* Only this variable set: the others' values must not be blamed on it. */
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++) {
+        const char *o = getenv(config_vars[i]);
+        saved[i] = o && strcmp(config_vars[i], name) ? strdup(o) : NULL;
+        if (saved[i])
+            unsetenv(config_vars[i]);
+    }
+    vms_config_defaults(&cfg);
+    if (vms_config_from_env(&cfg) || vms__config_check(&cfg)) {
+        const char *why = vms_last_error();
+        /* The library's sentence may already start with NAME=VALUE. */
+        rc = strncmp(why, name, strlen(name)) ? cmd_usage_error(sub, "%s=%s: %s", name, v, why)
+                                              : cmd_usage_error(sub, "%s", why);
+    }
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++)
+        if (saved[i]) {
+            setenv(config_vars[i], saved[i], 1);
+            free(saved[i]);
+        }
+    return rc;
+}
+
+static int check_environment(const char *sub)
+{
+    vms_config cfg;
+    int rc;
+
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++)
+        if ((rc = check_config_var(config_vars[i], sub)))
+            return rc;
+    vms_config_defaults(&cfg);
+    if (vms_config_from_env(&cfg) || vms__config_check(&cfg))
+        return cmd_usage_error(sub, "the VMSTACK_* settings do not fit together: %s", vms_last_error());
+    return 0;
+}
+
+/*
+ * A setuid or setgid program runs with AT_SECURE, and the dynamic loader
+ * then ignores LD_PRELOAD: it would run without vmstack, silently.
+ */
+static bool runs_setid(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 && (((sb.st_mode & S_ISUID) && sb.st_uid != geteuid()) ||
+                                    ((sb.st_mode & S_ISGID) && sb.st_gid != getegid()));
 }
 
 /* ---- checking the program ---- */
@@ -307,6 +385,17 @@ int cmd_run(int argc, char **argv)
         return cmd_usage_error("run", "%s: program not found", argv[a.prog]);
     if ((why = program_problem(path, 0)))
         return cmd_usage_error("run", "%s %s", path, why);
+    if ((rc = check_environment(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run")))
+        return rc;
+    if (runs_setid(path)) {
+        if (!a.allow_unprotected)
+            return cmd_usage_error("run", "%s is setuid or setgid: the dynamic loader would ignore vmstack; "
+                                          "--allow-unprotected runs it without vmstack", path);
+        fprintf(stderr, "vmstack run: %s is setuid or setgid: it runs without vmstack\n", path);
+        execv(path, argv + a.prog);
+        fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
+        return CMD_FAIL;
+    }
     if (!find_preload(preload, sizeof preload)) {
         fprintf(stderr, "vmstack run: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
                         "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n");

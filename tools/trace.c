@@ -40,7 +40,8 @@ static void help(void)
            "                        by default only from modules built with -g\n"
            "  --json                the usage table and the chains as one JSON object\n"
            "                        (chains under \"trace\", frames unfolded)\n"
-           "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG\n"
+           "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
+           "  --allow-unprotected\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
 }
@@ -68,7 +69,8 @@ static int check_args(const struct trace_args *a)
     return 0;
 }
 
-enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL };
+enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
+       OPT_ALLOW_UNPROTECTED };
 
 /* Ours, then the options of 'run', which go on to it as they came. */
 static const struct option trace_options[] = {
@@ -80,6 +82,7 @@ static const struct option trace_options[] = {
     {"stack-size", required_argument, NULL, OPT_STACK_SIZE},
     {"output", required_argument, NULL, 'o'},
     {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
+    {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
     {0},
 };
 
@@ -102,6 +105,9 @@ static int on_option(void *ctx, int opt, const char *v)
     case OPT_JSON:
         /* 'run --json': the usage table as JSON, the chains in it under "trace". */
         a->run_argv[a->run_argc++] = "--json";
+        return 0;
+    case OPT_ALLOW_UNPROTECTED:
+        a->run_argv[a->run_argc++] = (char *)"--allow-unprotected";
         return 0;
     }
     while (o->val != opt)

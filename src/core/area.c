@@ -190,8 +190,9 @@ int vms__region_grow(struct vms_region *r)
     int rc;
 
     if ((size_t)(c + 1) * r->chunk_slots > r->max_slots)
-        return vms__fail(ENOSPC, "the %zu GiB reserved for %zu KiB stacks are used up (%u stacks): raise VMSTACK_RESERVE",
-                         r->reserve >> 30, r->stack_size >> 10, r->max_slots);
+        return vms__fail(ENOSPC, "the %zu MiB reserved for %zu KiB stacks are used up (%u stacks; VMSTACK_RESERVE "
+                         "is %zu MiB, used in whole chunks): raise VMSTACK_RESERVE",
+                         r->reserve >> 20, r->stack_size >> 10, r->max_slots, vms__g.cfg.reserve >> 20);
     want = slots_within_vma_limit(r);
     if (want == 0)
         return vma_limit_error();

@@ -49,6 +49,14 @@ static pthread_once_t tcache_once = PTHREAD_ONCE_INIT;
 static bool cache_put(struct vms_region *r, uint32_t idx);
 static void pool_put(struct vms_region *r, uint32_t idx);
 
+void vms__cache_fork_lock(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&tcache_lock);
+    else
+        pthread_mutex_unlock(&tcache_lock);
+}
+
 static bool tcache_take(struct vms_region *r, uint32_t *idx)
 {
     _Atomic uint32_t *e = tcache.slot[r->index];

@@ -20,7 +20,12 @@ void vms_config_defaults(vms_config *cfg)
 {
     *cfg = (vms_config){
         .stack_size = (size_t)64 << 10,
-        .guard_size = (size_t)16 << 10,
+        /*
+         * Covers frames up to 64 KiB (a larger one can jump it).  A guard
+         * costs address space only (madvise: no memory, no VMA): a million
+         * 64 KiB stacks with their guards take 128 GiB of the reserve.
+         */
+        .guard_size = (size_t)64 << 10,
         .guard = VMS_GUARD_AUTO,
         .cache = 16,
         .pool = 256,
@@ -142,6 +147,29 @@ int vms__config_check(const vms_config *cfg)
     return 0;
 }
 
+/*
+ * Valgrind gives its client far less address space than the kernel would
+ * (tens of GiB), so the default reservation fails on every allocation
+ * there.  It announces itself in LD_PRELOAD (its vgpreload_* libraries).
+ */
+#define VALGRIND_RESERVE ((size_t)4 << 30)
+
+static bool under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+
+    return p && strstr(p, "/vgpreload_");
+}
+
+static void fit_reserve(vms_config *cfg)
+{
+    vms_config d;
+
+    vms_config_defaults(&d);
+    if (cfg->reserve == d.reserve && !getenv("VMSTACK_RESERVE") && under_valgrind())
+        cfg->reserve = VALGRIND_RESERVE;
+}
+
 static bool config_equal(const vms_config *a, const vms_config *b)
 {
     return a->stack_size == b->stack_size && a->guard_size == b->guard_size &&
@@ -214,6 +242,7 @@ int vms_init(const vms_config *user)
         if ((rc = vms_config_from_env(&cfg)))
             return rc;
     }
+    fit_reserve(&cfg);
     pthread_mutex_lock(&vms__g.lock);
     if (atomic_load(&vms__g.ready)) {
         vms_config want = cfg;

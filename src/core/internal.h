@@ -130,6 +130,28 @@ extern struct vms_global vms__g;
 /* error.c */
 int vms__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * fork.c: one atfork handler for every layer's locks.  A layer registers
+ * its part (from a constructor, or before it first takes the locks) at its
+ * rank; prepares run in this order, parent and child parts in reverse.
+ * The order is that in which the locks nest.
+ */
+enum vms_fork_rank {
+    VMS_FORK_RUN_OUTPUT,  /* preload: the table's output lock */
+    VMS_FORK_TASK,        /* task: the reap list of detached threads */
+    VMS_FORK_RUN_ROWS,    /* preload: the table's rows */
+    VMS_FORK_FAULT_INSTALL, /* fault: the handler's installation */
+    VMS_FORK_FAULT_SYMBOLS, /* fault: the symbol snapshot */
+    VMS_FORK_FAULT_SINK,  /* fault: where reports go */
+    VMS_FORK_CORE,        /* core: regions, then the global lock, then the thread caches' list */
+    VMS_FORK_RANKS
+};
+void vms__fork_hook(enum vms_fork_rank rank, void (*prepare)(void), void (*parent)(void), void (*child)(void));
+/* The same for a part that is one mutex, taken before fork and released after on both sides. */
+void vms__fork_mutex(enum vms_fork_rank rank, pthread_mutex_t *m);
+/* cache.c: takes (true) or releases (false) the thread caches' list lock around fork. */
+void vms__cache_fork_lock(bool take);
+
 /* config.c */
 int vms__config_check(const vms_config *cfg);
 int vms__parse_size(const char *s, size_t *out);

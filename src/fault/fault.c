@@ -39,16 +39,19 @@
 #include <libunwind.h>
 
 /*
- * The alternate stack holds the handler's frame with its 16 KiB report
- * buffer, libunwind's cursor and its DWARF interpreter, and an earlier
- * handler we chain to.  A report with a deep trace was measured at 24 KiB
- * (26 KiB under ASan), so 64 KiB leaves about 40 KiB to an earlier handler;
- * only touched pages cost memory.  A
- * larger configured stack size is used as is, so the altstack shares the
- * default region instead of taking one of VMS_MAX_SIZES.
+ * Each thread's own alternate stack: its top REPORT_BYTES keep the text of
+ * a report (for callbacks; lines stream out as they are built), the rest
+ * is the stack the handler runs on: libunwind's cursor and its DWARF
+ * interpreter, and an earlier handler we chain to, in about 48 KiB; only
+ * touched pages cost memory.  A larger configured stack size is used as
+ * is, so the altstack shares the default region instead of taking one of
+ * VMS_MAX_SIZES.  The handler's own frames stay under 4 KiB, so it could
+ * run even on the small alternate stack a program installs itself (Rust
+ * sets one of SIGSTKSZ on every thread); it moves to this one at once.
  */
 #define ALTSTACK_MIN ((size_t)64 << 10)
 #define REPORT_BYTES (16 << 10)
+#define SMALL_REPORT_BYTES 512         /* a thread without its own altstack: the text kept on the stack */
 #define OUTCOME_BYTES 128              /* kept free for the report's last line */
 #define SP_SLACK ((uintptr_t)64 << 10) /* how far below a guard a large frame may leave sp */
 #define KILL_FRAME_GAP 256             /* bytes below the top where the kill starts */
@@ -61,11 +64,19 @@ static _Atomic int policy[4];          /* by vms_overflow_task */
 static _Atomic(vms_overflow_fn) policy_fn;
 static void *_Atomic policy_arg;
 
+/* Free in a child after fork, whatever another thread was doing (core/fork.c). */
+__attribute__((constructor)) static void install_lock_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_FAULT_INSTALL, &install_lock);
+}
+
 #define TLS_IE __thread __attribute__((tls_model("initial-exec")))
 static TLS_IE int alt_ready;           /* this thread has its altstack (or is getting it) */
 static TLS_IE vms_stack alt;
 static TLS_IE stack_t alt_prev;        /* the thread's altstack before ours, restored at exit */
 static TLS_IE uintptr_t passed_ip, passed_addr; /* the last fault this thread passed on */
+static TLS_IE char *report_area;       /* the top REPORT_BYTES of alt, or NULL */
+static TLS_IE sigjmp_buf *nested_env;  /* armed: a fault while unwinding jumps here */
 static pthread_key_t alt_key;
 
 /* ---- classification ---- */
@@ -123,8 +134,46 @@ static void tid_here(struct vms_task *t)
         t->id = (uint64_t)gettid();
 }
 
+/*
+ * The offender is the task running on this thread, whatever stack the
+ * access landed in.  A fiber whose one large frame jumped its own guard
+ * (its sp far below it) and hit the guard of another stack further down
+ * overflowed its own stack: it is blamed, and the stack it landed in
+ * (whose top it may have overwritten on the way) is named in the report.
+ */
+static bool runner_jumped(struct vms_fault *f)
+{
+    struct vms_fiber_desc *cur = vms__fiber_current();
+    uintptr_t lo, guard;
+    struct vms_loc loc;
+
+    if (!cur || !cur->task || (uintptr_t)cur->base == f->lo)
+        return false;
+    lo = (uintptr_t)cur->base;
+    vms__locate(cur->base, &loc);
+    if (loc.where != VMS_AT_STACK)
+        return false;
+    guard = loc.region->guard_size;
+    if (f->sp >= lo - guard || f->addr >= lo - guard || lo - guard - f->sp > SP_SLACK + (uintptr_t)cur->size)
+        return false;
+    f->landed = true;
+    f->landed_owned = f->owned;
+    f->landed_task = f->owner;
+    f->landed_lo = f->lo;
+    f->landed_hi = f->hi;
+    f->owned = true;
+    f->owner = *cur->task;
+    f->lo = lo;
+    f->hi = lo + cur->size;
+    f->guard_lo = lo - guard;
+    f->cls = VMS_FAULT_OVERFLOW;
+    return true;
+}
+
 static bool classify_guard(struct vms_fault *f, bool below_stack)
 {
+    if (runner_jumped(f))
+        return true;
     if (f->owned && below_stack && sp_overflowed(f)) {
         f->cls = VMS_FAULT_OVERFLOW;
         tid_here(&f->owner);
@@ -240,6 +289,17 @@ static void pass_on(int sig, siginfo_t *si, ucontext_t *uc)
         raise_default(sig, si);
 }
 
+/* Will pass_on reach a handler of the program's (which then decides what happens)? */
+static bool passes_to_program(int sig)
+{
+    bool (*hook)(int) = atomic_load_explicit(&vms__fault_chain_hook, memory_order_acquire);
+    const struct sigaction *p = &prev[sig == SIGBUS];
+
+    if (hook)
+        return hook(sig);
+    return (p->sa_flags & SA_SIGINFO) || (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN);
+}
+
 /* ---- policies ---- */
 
 static vms_overflow_task task_kind(const struct vms_task *t)
@@ -286,8 +346,9 @@ static enum vms_outcome kill_outcome(const struct vms_fault *f)
     return cur && (uintptr_t)cur->base == f->lo ? VMS_OUT_KILL_FIBER : VMS_OUT_UNKILLABLE;
 }
 
-static enum vms_outcome decide(const struct vms_fault *f, const struct vms_sbuf *b)
+static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
 {
+    enum vms_outcome o;
     vms_overflow_task t = task_kind(&f->owner);
     vms_overflow_policy p = atomic_load_explicit(&policy[t], memory_order_relaxed);
 
@@ -297,7 +358,14 @@ static enum vms_outcome decide(const struct vms_fault *f, const struct vms_sbuf 
         p = ask_callback(f, t, b);
     if (p != VMS_OVERFLOW_KILL && p != VMS_OVERFLOW_ABORT)
         p = default_policy(f, t);
-    return p == VMS_OVERFLOW_KILL ? kill_outcome(f) : VMS_OUT_ABORT;
+    if (p != VMS_OVERFLOW_KILL)
+        return VMS_OUT_ABORT;
+    if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER)
+        return o;
+    /* A kill must never hang the process: none of the chain may hold a shared lock. */
+    vms__kill_check(f, &f->kc);
+    f->kill_refused = !f->kc.followed || f->kc.holder;
+    return f->kill_refused ? VMS_OUT_ABORT : o;
 }
 
 /*
@@ -368,8 +436,10 @@ static void handler_returned(const struct vms_fault *f)
 
 static void handle(struct vms_fault *f, siginfo_t *si)
 {
-    char text[REPORT_BYTES];
-    struct vms_sbuf b = {text, sizeof text - OUTCOME_BYTES, 0};
+    char small[SMALL_REPORT_BYTES];
+    char *text = report_area ? report_area : small;
+    size_t cap = report_area ? REPORT_BYTES : sizeof small;
+    struct vms_sbuf b = {text, cap - OUTCOME_BYTES, 0};
     enum vms_outcome o = VMS_OUT_ABORT;
 
     if (repeated(f)) {
@@ -377,14 +447,16 @@ static void handle(struct vms_fault *f, siginfo_t *si)
         return;
     }
     atomic_fetch_add_explicit(&in_flight, 1, memory_order_relaxed);
+    vms__report_begin(&b);
     vms__report_body(&b, f);
     if (f->cls == VMS_FAULT_OVERFLOW) {
         atomic_fetch_add_explicit(&vms__g.overflows, 1, memory_order_relaxed);
         o = decide(f, &b);
     }
-    b.cap = sizeof text;
+    b.cap = cap;
+    f->to_program = (o == VMS_OUT_ABORT || o == VMS_OUT_UNKILLABLE) && passes_to_program(f->signo);
     vms__report_outcome(&b, f, o);
-    vms__report_emit(text, b.len);
+    vms__report_end(&b);
     atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
     if (o == VMS_OUT_KILL_FIBER) {
         redirect_to_kill(f);
@@ -400,6 +472,92 @@ static void handle(struct vms_fault *f, siginfo_t *si)
     pass_on(f->signo, si, f->uc);
 }
 
+/* ---- the handler's own stack ---- */
+
+void vms__fault_nested_arm(sigjmp_buf *env)
+{
+    sigset_t faults;
+
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    nested_env = env;
+    /* A fault while they are blocked would kill the process at once. */
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+}
+
+void vms__fault_nested_disarm(void)
+{
+    sigset_t faults;
+
+    nested_env = NULL;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    pthread_sigmask(SIG_BLOCK, &faults, NULL);
+}
+
+static bool on_own_altstack(void)
+{
+    char here;
+
+    return (uintptr_t)&here >= (uintptr_t)alt.base && (uintptr_t)&here < (uintptr_t)report_area;
+}
+
+/* Calls fn(arg) with the stack pointer at top (16-byte aligned), and comes back. */
+__attribute__((noinline)) static void call_on_stack(char *top, void (*fn)(void *), void *arg)
+{
+    __asm__ volatile("mov %%rsp, %%rbx\n\t"
+                     "mov %[top], %%rsp\n\t"
+                     "call *%[fn]\n\t"
+                     "mov %%rbx, %%rsp"
+                     : "+D"(arg)
+                     : [top] "r"(top), [fn] "r"(fn)
+                     : "rbx", "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0",
+                       "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+                       "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+struct switched {
+    struct vms_fault *f;
+    siginfo_t *si;
+    stack_t theirs;
+    bool swapped;
+};
+
+/*
+ * On our stack.  It becomes the registered alternate stack while the
+ * handler runs, so that a nested fault (while unwinding) is delivered
+ * below our frames rather than at the top of the program's alternate
+ * stack, where the kernel keeps the context we return through.
+ */
+static void handle_switched(void *p)
+{
+    struct switched *s = p;
+    stack_t mine = {.ss_sp = alt.base, .ss_size = (size_t)(report_area - (char *)alt.base)};
+
+    s->swapped = sigaltstack(&mine, &s->theirs) == 0;
+    handle(s->f, s->si);
+}
+
+/*
+ * The program may have put in an alternate stack of its own, often a small
+ * one (SIGSTKSZ): the handler leaves it at once for this thread's own.
+ */
+static void handle_on_own_stack(struct vms_fault *f, siginfo_t *si)
+{
+    struct switched s = {.f = f, .si = si};
+
+    if (!report_area || on_own_altstack()) {
+        handle(f, si);
+        return;
+    }
+    call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s);
+    /* Back on the program's stack, which may be registered again now. */
+    if (s.swapped)
+        sigaltstack(&s.theirs, NULL);
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
@@ -413,8 +571,14 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         errno = saved_errno;
         return;
     }
+    /* A fault inside our own unwinding: back to where it was armed. */
+    if (nested_env && si->si_code > 0) {
+        sigjmp_buf *env = nested_env;
+        nested_env = NULL;
+        siglongjmp(*env, 1);
+    }
     if (classify(sig, si, uc, &f))
-        handle(&f, si);
+        handle_on_own_stack(&f, si);
     else
         pass_on(sig, si, uc);
     errno = saved_errno;
@@ -494,12 +658,14 @@ int vms__altstack_ensure(void)
     t = vms__task_of(&alt);
     t->kind = VMS_TASK_ALTSTACK;
     strcpy(t->name, "altstack"); /* the tid is looked up if a report needs it: on this very thread */
+    report_area = (char *)alt.base + alt.size - REPORT_BYTES;
     ss.ss_sp = alt.base;
-    ss.ss_size = alt.size;
+    ss.ss_size = alt.size - REPORT_BYTES;
     if (sigaltstack(&ss, &alt_prev)) {
         rc = vms__fail(errno, "sigaltstack failed: %s", strerror(errno));
         atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
         vms_stack_free(&alt);
+        report_area = NULL;
         alt_ready = 0;
         return rc;
     }
@@ -527,6 +693,7 @@ int vms__altstack_drop(void)
     pthread_setspecific(alt_key, NULL);
     atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
     vms_stack_free(&alt);
+    report_area = NULL;
     alt_ready = 0;
     return 0;
 }
@@ -560,6 +727,7 @@ int vms_fault_install(void)
 }
 
 bool (*_Atomic vms__fault_tripwire_hook)(const siginfo_t *si, ucontext_t *uc);
+bool (*_Atomic vms__fault_chain_hook)(int sig);
 
 /*
  * Core calls this layer on every thread's first allocation, through a hook.

@@ -9,15 +9,22 @@
 
 #include "task/task.h"
 
+#include <setjmp.h>
 #include <signal.h>
 #include <ucontext.h>
 
 /* ---- report.c: the report, async-signal-safe ---- */
 
-/* Text being written into a fixed buffer (on the handler's stack). */
+/*
+ * Text being written into a fixed buffer; text beyond cap is dropped.  The
+ * buffer of a report begun with vms__report_begin also streams: each line
+ * goes out as soon as it is complete, so that a report cut short (a fault
+ * while unwinding) still says what it had found, and text beyond cap
+ * still goes out, only not into p.
+ */
 struct vms_sbuf {
     char *p;
-    size_t cap, len;   /* text beyond cap is dropped, never written */
+    size_t cap, len;
 };
 void vms__sb_str(struct vms_sbuf *b, const char *s);
 void vms__sb_hex(struct vms_sbuf *b, uint64_t v);
@@ -25,6 +32,12 @@ void vms__sb_dec(struct vms_sbuf *b, uint64_t v);
 /* A name from a task record, at most max bytes, which need not be terminated. */
 void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max);
 
+/* killsafe.c: may the overflowing fiber be killed?  (vms__kill_check below) */
+struct vms_kill_check {
+    bool followed;       /* the chain was followed up to the fiber's start routine */
+    const char *holder;  /* the outermost frame that may hold a shared lock, or NULL */
+    const char *module;  /* its module */
+};
 /* What the handler found, for the report. */
 enum vms_fault_class { VMS_FAULT_NOT_OURS = 0, VMS_FAULT_OVERFLOW, VMS_FAULT_WILD };
 
@@ -38,6 +51,13 @@ struct vms_fault {
     struct vms_task owner;        /* copy of its task record */
     bool by_known;                /* wild access: sp is on a known stack ... */
     struct vms_task by;           /* ... of this task */
+    bool landed;                  /* the runner jumped its guard; the access hit another stack's guard: */
+    bool landed_owned;            /* that stack is live, */
+    struct vms_task landed_task;  /* of this task, */
+    uintptr_t landed_lo, landed_hi; /* at these addresses */
+    bool kill_refused;            /* the policy said kill, the chain said no: why in kc */
+    bool to_program;              /* not killed: passed on to a handler of the program's */
+    struct vms_kill_check kc;
     ucontext_t *uc;
 };
 
@@ -52,8 +72,26 @@ enum vms_outcome {
 };
 /* The last line: "killed fiber 'name'", "aborting" and why, or passing the signal on. */
 void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms_outcome o);
-/* Sends a whole report to the chosen fd or callback, never interleaved with another. */
+/*
+ * A report's life: begin (waits, boundedly, until no other report is being
+ * written, so two reports never interleave; decides whether lines stream),
+ * then the text, then end (what has not gone out yet goes: all of it to a
+ * vms_set_report_callback callback, which takes whole reports).
+ */
+void vms__report_begin(struct vms_sbuf *b);
+void vms__report_end(struct vms_sbuf *b);
+/* A whole text as one report (begin, the text, end). */
 void vms__report_emit(const char *text, size_t len);
+/*
+ * Internal sink for the preload library: a writer that takes a report in
+ * pieces (lines), async-signal-safe.  Replaces the fd or callback.
+ */
+void vms__set_report_writer(int (*w)(const char *text, size_t len));
+
+/* ---- killsafe.c ---- */
+
+/* Async-signal-safe.  Safe to kill when followed && !holder. */
+void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k);
 
 /* ---- symbols.c: kallsyms for user space ---- */
 
@@ -116,10 +154,27 @@ void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const st
 void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b);
 
 /*
+ * Unwinding inside the handler follows call-frame information that may be
+ * corrupt and read wild addresses.  Between arm and disarm, such a fault
+ * on this thread jumps back to env (sigsetjmp(env, 1) in the caller, whose
+ * frame must still be live), so the report says "(unwinding failed)" and
+ * goes on.  Async-signal-safe; arm only from the handler.
+ */
+void vms__fault_nested_arm(sigjmp_buf *env);
+void vms__fault_nested_disarm(void);
+
+/*
  * A hook the stack tracer registers, called first for every SIGSEGV in
  * signal context: true when the fault was one of its tripwires (handled:
  * the access retries), false when it is none of the tracer's.
  */
 extern bool (*_Atomic vms__fault_tripwire_hook)(const siginfo_t *si, ucontext_t *uc);
+
+/*
+ * A hook the preload library registers when it keeps the program's own
+ * SIGSEGV/SIGBUS handlers behind ours: true when a fault passed on reaches
+ * one of them.  Without it, any earlier handler that is a function counts.
+ */
+extern bool (*_Atomic vms__fault_chain_hook)(int sig);
 
 #endif

@@ -1,11 +1,12 @@
 /*
  * The overflow report, after the kernel's oops: written from the signal
  * handler, so only async-signal-safe calls (write, prctl, gettid, sched_yield,
- * libunwind's local unwinding) and no malloc, stdio or locks.  The text is
- * built in a buffer on the handler's (alternate) stack and goes out with one
- * write loop while a spin flag keeps other reports out, so two overflows at
- * once give two whole reports; a pipe would interleave writes above
- * PIPE_BUF otherwise.
+ * libunwind's local unwinding) and no malloc, stdio or locks.  Each line
+ * goes out as soon as it is complete (a report cut short by a fault while
+ * unwinding still says what it had found), while a spin flag keeps other
+ * reports out, so two overflows at once give two whole reports.  The text
+ * is also kept, up to the buffer's size, for a vms_set_report_callback
+ * callback (which gets it whole, at the end) and for the policy callback.
  *
  * Backtrace: libunwind, local unwinding, started from the signal's ucontext
  * (unw_init_local2 with UNW_INIT_SIGNAL_FRAME).  libunwind documents local
@@ -32,10 +33,39 @@
 
 /* ---- text ---- */
 
+#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
+
+/* The report this thread is writing, when its lines stream out (vms__report_begin). */
+static TLS_IE struct vms_sbuf *streaming;
+static TLS_IE size_t sent;      /* bytes of streaming->p already written out */
+static TLS_IE bool owner;       /* this thread holds the writer flag */
+
+static void sink_write(const char *p, size_t len);
+
+/* What b holds and has not gone out yet. */
+static void flush(struct vms_sbuf *b)
+{
+    if (b->len > sent)
+        sink_write(b->p + sent, b->len - sent);
+    sent = b->len;
+}
+
 static void put(struct vms_sbuf *b, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n && b->len < b->cap; i++)
+    bool stream = b == streaming;
+
+    for (size_t i = 0; i < n; i++) {
+        if (b->len == b->cap) {
+            if (stream) { /* full: the rest goes straight out */
+                flush(b);
+                sink_write(s + i, n - i);
+            }
+            return;
+        }
         b->p[b->len++] = s[i];
+        if (s[i] == '\n' && stream)
+            flush(b);
+    }
 }
 
 void vms__sb_str(struct vms_sbuf *b, const char *s)
@@ -270,17 +300,14 @@ static uintptr_t walk_limit(const struct vms_fault *f)
     return f->cls == VMS_FAULT_OVERFLOW ? f->hi : UINTPTR_MAX;
 }
 
-static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
+static void walk(struct trace *t, const struct vms_fault *f)
 {
     unw_cursor_t c;
-    struct trace t = {.b = b};
     uintptr_t limit = walk_limit(f);
     unw_word_t ip, sp, prev_sp = 0;
 
-    vms__sb_str(b, "vmstack: Call Trace:\n");
     if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0) {
-        add_frame(&t, f->ip, false);
-        end_trace(&t);
+        add_frame(t, f->ip, false);
         return;
     }
     for (long i = 0; i < MAX_FRAMES; i++) {
@@ -288,12 +315,30 @@ static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
             break;
         if (i > 0 && (sp <= prev_sp || sp > limit))
             break;
-        add_frame(&t, ip, i > 0);
+        add_frame(t, ip, i > 0);
         prev_sp = sp;
         if (unw_step(&c) <= 0)
             break;
     }
+}
+
+static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
+{
+    /* In memory (walk gets its address): what it holds survives a jump back from a nested fault. */
+    struct trace t = {.b = b};
+    sigjmp_buf env;
+
+    vms__sb_str(b, "vmstack: Call Trace:\n");
+    if (sigsetjmp(env, 1) == 0) {
+        vms__fault_nested_arm(&env);
+        walk(&t, f);
+        vms__fault_nested_disarm();
+        end_trace(&t);
+        return;
+    }
+    /* A fault while unwinding (corrupt call-frame information): what was found, then why it ends. */
     end_trace(&t);
+    vms__sb_str(b, "vmstack:  (unwinding failed)\n");
 }
 
 /* ---- the report ---- */
@@ -328,6 +373,16 @@ static void put_overflow_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "; sp is ");
     vms__sb_dec(b, f->hi - f->sp);
     vms__sb_str(b, " bytes below the top\n");
+    if (f->landed) {
+        vms__sb_str(b, "vmstack: one frame jumped the guard: the access landed in the guard of ");
+        if (f->landed_owned)
+            put_task(b, &f->landed_task, false);
+        else
+            vms__sb_str(b, "a free stack");
+        vms__sb_str(b, " (stack is ");
+        put_range(b, f->landed_lo, f->landed_hi);
+        vms__sb_str(b, "), whose stack may be corrupted\n");
+    }
 }
 
 static void put_wild_head(struct vms_sbuf *b, const struct vms_fault *f)
@@ -367,6 +422,21 @@ void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
     put_trace(b, f);
 }
 
+/* Why the policy's kill became an abort (killsafe.c). */
+static void put_kill_refusal(struct vms_sbuf *b, const struct vms_kill_check *k)
+{
+    if (k->holder) {
+        vms__sb_str(b, "vmstack: overflow inside ");
+        vms__sb_str(b, k->holder);
+        vms__sb_str(b, " (");
+        vms__sb_str(b, k->module);
+        vms__sb_str(b, "): killing the fiber could leave a lock held; aborting\n");
+    } else {
+        vms__sb_str(b, "vmstack: the call chain could not be followed to the fiber's start: killing the fiber "
+                       "could leave a lock held; aborting\n");
+    }
+}
+
 /* Why a task the policy says to kill is aborted instead. */
 static void put_unkillable(struct vms_sbuf *b, const struct vms_task *t)
 {
@@ -404,6 +474,11 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
         vms__sb_str(b, "': its overflow handler ends the coroutine\n");
     } else if (o == VMS_OUT_UNKILLABLE) {
         put_unkillable(b, &f->owner);
+    } else if (f->kill_refused) {
+        put_kill_refusal(b, &f->kc);
+    } else if (f->to_program) {
+        vms__sb_str(b, f->signo == SIGBUS ? "vmstack: passing SIGBUS to the program's own handler\n"
+                                          : "vmstack: passing SIGSEGV to the program's own handler\n");
     } else {
         vms__sb_str(b, "vmstack: aborting\n");
     }
@@ -413,8 +488,9 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
 
 struct sink {
     int fd;
-    void (*fn)(const char *text, size_t len, void *arg);
+    void (*fn)(const char *text, size_t len, void *arg);  /* whole reports */
     void *arg;
+    int (*writer)(const char *text, size_t len);          /* pieces */
 };
 
 static _Atomic(const struct sink *) sink;
@@ -422,7 +498,8 @@ static struct sink sinks[2];   /* the one in use and the next, swapped on change
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic pid_t writer;   /* tid of the thread writing a report, or 0 */
 
-static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg)
+static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg,
+                     int (*w)(const char *, size_t))
 {
     struct sink *next;
 
@@ -431,6 +508,7 @@ static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg
     next->fd = fd;
     next->fn = fn;
     next->arg = arg;
+    next->writer = w;
     atomic_store_explicit(&sink, next, memory_order_release);
     pthread_mutex_unlock(&sink_lock);
 }
@@ -439,13 +517,18 @@ int vms_set_report_fd(int fd)
 {
     if (fd < 0)
         return vms__fail(EBADF, "report fd %d: not a file descriptor", fd);
-    set_sink(fd, NULL, NULL);
+    set_sink(fd, NULL, NULL, NULL);
     return 0;
 }
 
 void vms_set_report_callback(void (*fn)(const char *text, size_t len, void *arg), void *arg)
 {
-    set_sink(2, fn, arg);
+    set_sink(2, fn, arg, NULL);
+}
+
+void vms__set_report_writer(int (*w)(const char *text, size_t len))
+{
+    set_sink(2, NULL, NULL, w);
 }
 
 static void write_all(int fd, const char *p, size_t len)
@@ -461,16 +544,27 @@ static void write_all(int fd, const char *p, size_t len)
     }
 }
 
+/* Pieces of a report to the fd or the writer (a callback gets the whole text at the end). */
+static void sink_write(const char *p, size_t len)
+{
+    const struct sink *s = atomic_load_explicit(&sink, memory_order_acquire);
+
+    if (s && s->writer)
+        s->writer(p, len);
+    else if (!s || !s->fn)
+        write_all(s ? s->fd : 2, p, len);
+}
+
 /*
  * The spin is bounded: a writer that never finishes (its fd blocks forever)
  * must not cost another thread its report, only its ordering.
  */
-void vms__report_emit(const char *text, size_t len)
+void vms__report_begin(struct vms_sbuf *b)
 {
     const struct sink *s = atomic_load_explicit(&sink, memory_order_acquire);
     pid_t me = gettid(), free_ = 0;
-    bool owner = false;
 
+    owner = false;
     for (long spins = 0; spins < 1000000; spins++) {
         if (atomic_compare_exchange_weak_explicit(&writer, &free_, me, memory_order_acquire, memory_order_relaxed)) {
             owner = true;
@@ -481,10 +575,28 @@ void vms__report_emit(const char *text, size_t len)
         free_ = 0;
         sched_yield();
     }
-    if (s && s->fn)
-        s->fn(text, len, s->arg);
-    else
-        write_all(s ? s->fd : 2, text, len);
+    streaming = !s || !s->fn ? b : NULL;
+    sent = 0;
+}
+
+void vms__report_end(struct vms_sbuf *b)
+{
+    const struct sink *s = atomic_load_explicit(&sink, memory_order_acquire);
+
+    if (streaming == b)
+        flush(b);
+    else if (s && s->fn)
+        s->fn(b->p, b->len, s->arg);
+    streaming = NULL;
     if (owner)
         atomic_store_explicit(&writer, 0, memory_order_release);
+    owner = false;
+}
+
+void vms__report_emit(const char *text, size_t len)
+{
+    struct vms_sbuf b = {(char *)text, len, len};
+
+    vms__report_begin(&b);
+    vms__report_end(&b);
 }

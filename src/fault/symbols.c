@@ -64,6 +64,12 @@ struct build {
     int failed;
 };
 
+/* Free in a child after fork, whatever another thread was doing (core/fork.c). */
+__attribute__((constructor)) static void snapshot_lock_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_FAULT_SYMBOLS, &snapshot_lock);
+}
+
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, int *failed)
 {
     size_t n = *cap ? *cap : 64;

@@ -20,7 +20,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ERR_FD_MIN 200       /* where the copy of stderr goes */
 #define ALTSTACK_SIZE ((size_t)1 << 20)
 
 struct run_opts vms__run_opts;
@@ -47,8 +47,10 @@ static void *next_fn(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
 
-    if (!p)
-        abort(); /* libc without the call we interpose: nothing sensible is left to do */
+    if (!p) { /* libc without the call we interpose: nothing sensible is left to do */
+        vms__out_printf("vmstack run: libc has no %s, which libvmstack-preload.so interposes: aborting\n", name);
+        abort();
+    }
     return p;
 }
 
@@ -71,34 +73,71 @@ static void resolve(void)
 
 /* ---- options ---- */
 
-static size_t env_size(const char *name)
+/*
+ * As strict as 'vmstack run' itself: a value it would refuse is refused
+ * here too, with a line that says so, for the environment can be set by
+ * hand or inherited by a process 'vmstack run' never checked.
+ */
+static bool bad_option(const char *name, const char *v, const char *accepted)
 {
-    const char *v = getenv(name);
-    size_t n = 0;
-
-    if (v && *v && vms__parse_size(v, &n))
-        n = 0; /* 'vmstack run' validated it; a hand-set bad value means "default" */
-    return n;
+    vms__out_printf("vmstack run: %s=%s: expected %s; %s (pid %d) runs without vmstack\n", name, v, accepted,
+                    program_invocation_short_name, (int)getpid());
+    return false;
 }
 
-static void read_options(void)
+static bool whole_number(const char *v, long min, long max, long *out)
+{
+    char *end;
+
+    errno = 0;
+    *out = strtol(v, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end && !errno && *out >= min && *out <= max;
+}
+
+static bool read_size_option(const char *name, size_t *out)
+{
+    const char *v = getenv(name);
+    bool guard = !strcmp(name, "VMSTACK_RUN_GUARD_SIZE");
+    size_t min = guard ? vms__g.page : VMS_MIN_STACK, max = guard ? VMS_MAX_GUARD : VMS_MAX_STACK;
+
+    *out = 0;
+    if (!v)
+        return true;
+    if (vms__parse_size(v, out) || *out % vms__g.page || *out < min || *out > max)
+        return bad_option(name, v, guard ? "a page multiple from one page to 1G" : "a page multiple from 16K to 1G");
+    return true;
+}
+
+static bool read_options(void)
 {
     const char *v;
+    long n;
 
-    vms__run_opts.stack_size = env_size("VMSTACK_RUN_STACK_SIZE");
-    vms__run_opts.guard_size = env_size("VMSTACK_RUN_GUARD_SIZE");
-    vms__run_opts.json = (v = getenv("VMSTACK_RUN_JSON")) && !strcmp(v, "1");
-    vms__run_opts.output = (v = getenv("VMSTACK_RUN_OUTPUT")) && *v ? v : NULL;
-    vms__run_opts.report_signal = (v = getenv("VMSTACK_RUN_REPORT_SIGNAL")) ? atoi(v) : 0;
-    vms__run_opts.pid = (v = getenv("VMSTACK_RUN_PID")) ? (pid_t)atol(v) : 0;
-    /*
-     * A copy of stderr, out of the way of the program's descriptors: many
-     * programs close stderr at exit (coreutils' close_stdout), before our
-     * destructor prints the table.
-     */
-    vms__run_opts.err_fd = fcntl(2, F_DUPFD_CLOEXEC, ERR_FD_MIN);
-    if (vms__run_opts.err_fd < 0)
-        vms__run_opts.err_fd = 2;
+    vms__g.page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!read_size_option("VMSTACK_RUN_STACK_SIZE", &vms__run_opts.stack_size) ||
+        !read_size_option("VMSTACK_RUN_GUARD_SIZE", &vms__run_opts.guard_size))
+        return false;
+    if ((v = getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
+        return bad_option("VMSTACK_RUN_JSON", v, "0 or 1");
+    vms__run_opts.json = v && !strcmp(v, "1");
+    if ((v = getenv("VMSTACK_RUN_OUTPUT")) && v[0] != '/')
+        return bad_option("VMSTACK_RUN_OUTPUT", v, "an absolute path");
+    vms__run_opts.output = v;
+    if ((v = getenv("VMSTACK_RUN_REPORT_SIGNAL")) &&
+        (!whole_number(v, 0, NSIG - 1, &n) || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS))
+        return bad_option("VMSTACK_RUN_REPORT_SIGNAL", v,
+                          "a signal number that can be caught and is not SIGSEGV or SIGBUS, or 0 for none");
+    vms__run_opts.report_signal = v ? (int)n : 0;
+    if ((v = getenv("VMSTACK_RUN_PID")) && !whole_number(v, 1, INT32_MAX, &n))
+        return bad_option("VMSTACK_RUN_PID", v, "a process id");
+    vms__run_opts.pid = v ? (pid_t)n : 0;
+    return true;
+}
+
+/* The process 'vmstack run' started, not one of its descendants. */
+static bool is_the_program(void)
+{
+    return !vms__run_opts.pid || vms__run_opts.pid == getpid();
 }
 
 /* ---- threads ---- */
@@ -357,16 +396,30 @@ static int fault_init(void)
     return 0;
 }
 
+static void at_exit(int status, void *unused);
+
+/* One line on the report destination: never silently unprotected. */
+static void unprotected(const char *why)
+{
+    vms__out_printf("vmstack run: %s (pid %d) runs without guarded stacks: %s\n", program_invocation_short_name,
+                    (int)getpid(), why);
+}
+
 __attribute__((constructor)) static void preload_init(void)
 {
     vms_config cfg;
     pthread_attr_t a;
 
     resolve();
-    read_options();
+    vms__out_init();
+    vms__run_fork_init();
+    if (!read_options())
+        return;
     vms_config_defaults(&cfg);
-    if (vms_config_from_env(&cfg))
-        return; /* bad VMSTACK_* settings: run the program untouched */
+    if (vms_config_from_env(&cfg)) {
+        unprotected(vms_last_error());
+        return;
+    }
     /*
      * Reused thread stacks start zeroed, so that every thread's peak is its
      * own: vms__run_released measures a thread's stack once the thread is
@@ -389,30 +442,49 @@ __attribute__((constructor)) static void preload_init(void)
         pthread_attr_getstacksize(&a, &default_stack);
         pthread_attr_destroy(&a);
     }
-    if (vms__init_provisional(&cfg) || !default_stack || fault_init())
-        return; /* the program runs untouched */
+    if (!default_stack) {
+        unprotected("glibc gives no default thread stack size");
+        return;
+    }
+    if (vms__init_provisional(&cfg) || fault_init()) {
+        unprotected(vms_last_error());
+        return;
+    }
+    vms__set_report_writer(vms__out_write); /* line by line, checked (outfd.c) */
     main_thread_register();
-    if (vms__run_opts.report_signal)
+    /* --report-signal is for the program, not for the processes it starts. */
+    if (vms__run_opts.report_signal && is_the_program())
         vms__run_signal_init();
     vms__trace_preload_init(); /* on when VMSTACK_RUN_TRACE=1 */
+    on_exit(at_exit, NULL);
     active = true;
 }
 
-__attribute__((destructor)) static void preload_fini(void)
+/*
+ * The table at exit.  Run by exit() as an on_exit handler, which knows the
+ * exit status: when the table cannot be written to --output FILE, a
+ * program that succeeded ends with status 1 (its stdio flushed first).
+ */
+static void at_exit(int status, void *unused)
 {
+    (void)unused;
     if (!active)
         return;
     /* The exiting thread's dead stack is read before our exit code runs on it. */
     if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
         vms__trace_end();
-    vms__run_exit_table();
+    if (vms__run_exit_table() < 0 && status == 0) {
+        fflush(NULL);
+        real_exit(1);
+    }
 }
 
-/* Programs that end with _exit (shells do) skip destructors: the table comes here. */
+/* Programs that end with _exit (shells do) skip exit handlers: the table comes here. */
 VMS_API _Noreturn void _exit(int status)
 {
     resolve();
-    preload_fini();
+    if (active && vms__run_exit_table() < 0 && status == 0)
+        status = 1;
     real_exit(status);
     __builtin_unreachable();
 }
@@ -420,7 +492,8 @@ VMS_API _Noreturn void _exit(int status)
 VMS_API _Noreturn void _Exit(int status)
 {
     resolve();
-    preload_fini();
+    if (active && vms__run_exit_table() < 0 && status == 0)
+        status = 1;
     real_Exit(status);
     __builtin_unreachable();
 }

@@ -35,7 +35,6 @@ struct run_opts {
     const char *output;
     int report_signal;  /* 0: none */
     pid_t pid;          /* 0: any */
-    int err_fd;         /* the program's stderr, as it was at start */
 };
 extern struct run_opts vms__run_opts;
 
@@ -65,6 +64,16 @@ struct run_thread {
     char name[16];
 };
 
+/*
+ * outfd.c: where the table, the overflow reports and the preload's notices
+ * go: the program's stderr as it was at start, checked before every write
+ * (see outfd.c).  vms__out_write is async-signal-safe: the overflow
+ * report's lines go through it.
+ */
+void vms__out_init(void);
+int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
+void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
 void vms__sigchain_init(void);  /* before the overflow handler is installed */
 void vms__sigchain_start(void); /* after: the program's sigaction calls are recorded */
@@ -87,10 +96,14 @@ void vms__run_released(vms_stack *st);
 void vms__run_rename(pthread_t thread, const char *name);
 /* Deepest use of a thread's stack now, or 0 when it cannot be measured. */
 size_t vms__run_measure(const struct run_thread *t);
-/* Writes the table; why is "exit" or the signal's name. */
-void vms__run_table(const char *why);
-/* The table at exit, once, by the process 'vmstack run' started. */
-void vms__run_exit_table(void);
+/* Writes the table; why is "exit" or the signal's name.  -1 when --output FILE could not be written. */
+int vms__run_table(const char *why);
+/* The table at exit, once, by the process 'vmstack run' started; -1 as vms__run_table. */
+int vms__run_exit_table(void);
+/* outfile.c: --output FILE, replaced whole and safely (see there); 0 or -1 after a message. */
+int vms__run_write_output(const char *path, const char *text, size_t len);
+/* Registers the table's part of the fork handling (core/fork.c). */
+void vms__run_fork_init(void);
 /* Starts the helper thread that prints the table on opts.report_signal. */
 int vms__run_signal_init(void);
 /* The main thread's stack VMA ([stack] in /proc/self/maps). */

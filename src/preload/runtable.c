@@ -36,6 +36,7 @@
 extern void *__libc_stack_end; /* ld.so: the stack pointer the program started with */
 
 static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER; /* one table at a time */
 static struct run_thread *live;          /* running threads */
 static struct run_thread **done;         /* finished threads' rows */
 static size_t ndone, done_cap;
@@ -450,56 +451,10 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
 
 /* ---- output ---- */
 
-static void write_all(int fd, const char *p, size_t len)
+int vms__run_table(const char *why)
 {
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        len -= (size_t)w;
-    }
-}
-
-/*
- * Replaces the output file as a whole, so it never holds a partial table;
- * but writes straight into what is not a regular file (/dev/stdout, a
- * FIFO, /dev/null), which a rename would replace.
- */
-static void write_file(const char *path, const char *text, size_t len)
-{
-    char tmp[4096];
-    struct stat sb;
-    int fd;
-
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-            dprintf(vms__run_opts.err_fd, "vmstack run: cannot write %s: %s\n", path, strerror(errno));
-            return;
-        }
-        write_all(fd, text, len);
-        close(fd);
-        return;
-    }
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
-        dprintf(vms__run_opts.err_fd, "vmstack run: cannot write %s: %s\n", tmp, strerror(errno));
-        return;
-    }
-    write_all(fd, text, len);
-    close(fd);
-    if (rename(tmp, path)) {
-        dprintf(vms__run_opts.err_fd, "vmstack run: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
-}
-
-void vms__run_table(const char *why)
-{
-    static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
     char *text = NULL;
+    int rc = -1;
     size_t len = 0, n;
     struct row *rows;
     FILE *f;
@@ -513,28 +468,72 @@ void vms__run_table(const char *why)
             vms__trace_format(f, why);
         fclose(f);
         /* One write, never mixed with the program's own buffered stderr. */
-        if (vms__run_opts.output)
-            write_file(vms__run_opts.output, text, len);
-        else
-            write_all(vms__run_opts.err_fd, text, len);
+        if (vms__run_opts.output) {
+            rc = vms__run_write_output(vms__run_opts.output, text, len);
+        } else {
+            vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
+            rc = 0;
+        }
     }
     free(text);
     free(rows);
     pthread_mutex_unlock(&out_lock);
+    return rc;
 }
 
-void vms__run_exit_table(void)
+int vms__run_exit_table(void)
 {
     static _Atomic int printed;
 
     if ((vms__run_opts.pid && vms__run_opts.pid != getpid()) || atomic_exchange(&printed, 1))
-        return;
-    vms__run_table("exit");
+        return 0;
+    return vms__run_table("exit");
 }
 
 /* ---- the table on a signal ---- */
 
 static int sig_pipe[2] = { -1, -1 };
+
+/*
+ * A child made by fork() is not the program 'vmstack run' started: its
+ * report signal has its default action again (the helper thread that
+ * would print the table is not in the child anyway).
+ */
+static void signal_child(void)
+{
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+    if (vms__run_opts.report_signal && sig_pipe[0] >= 0) {
+        sigemptyset(&dfl.sa_mask);
+        sigaction(vms__run_opts.report_signal, &dfl, NULL);
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        sig_pipe[0] = sig_pipe[1] = -1;
+    }
+}
+
+static void out_lock_take(void)
+{
+    pthread_mutex_lock(&out_lock);
+}
+
+static void out_lock_release(void)
+{
+    pthread_mutex_unlock(&out_lock);
+}
+
+static void out_lock_child(void)
+{
+    signal_child();
+    out_lock_release();
+}
+
+/* The table's locks, free and whole in a child after fork (core/fork.c). */
+void vms__run_fork_init(void)
+{
+    vms__fork_mutex(VMS_FORK_RUN_ROWS, &rows_lock);
+    vms__fork_hook(VMS_FORK_RUN_OUTPUT, out_lock_take, out_lock_release, out_lock_child);
+}
 
 /* Async-signal-safe: only a write to the helper thread's pipe. */
 static void on_report_signal(int sig)

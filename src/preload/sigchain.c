@@ -6,11 +6,13 @@
  * with sigsetjmp) must keep it.  So sigaction() and signal() are
  * interposed for these two signals: the program's handler is recorded here
  * and what the program reads back is its own, while the kernel keeps ours.
- * The overflow handler passes faults that are not ours to the handler that
- * was installed before it, which is dispatch() below; dispatch() calls the
- * program's handler as the kernel would have, except for guard hits
- * (overflows, which the report has just described): those end the process
- * by the signal: an overflow must end the process, not be retried.
+ * The overflow handler passes faults on to the handler that was installed
+ * before it, which is dispatch() below; dispatch() calls the program's
+ * handler as the kernel would have.  That includes overflows, after our
+ * report: a program that catches its own stack overflow (GNU m4 through
+ * libsigsegv, Python's faulthandler) must go on doing so, and one that
+ * returns from its handler retries the fault as it would without vmstack.
+ * Without a handler of the program's, the process dies by the signal.
  *
  * vmstack's own calls to sigaction (the guard probe, the install) come
  * before chaining is switched on and go straight to libc.
@@ -42,21 +44,6 @@ static void resolve(void)
     }
 }
 
-/* A fault in a guard of a vmstack stack or of a registered stack. */
-static bool guard_hit(const siginfo_t *si)
-{
-    uintptr_t a = (uintptr_t)si->si_addr;
-    struct vms_reg_hit hit;
-    struct vms_loc loc;
-
-    if (si->si_code <= 0)
-        return false; /* sent, not a fault */
-    vms__locate(si->si_addr, &loc);
-    if (loc.where == VMS_AT_GUARD_BELOW || loc.where == VMS_AT_GUARD_ABOVE)
-        return true;
-    return vms__registry_find(a, &hit) && a < hit.lo;
-}
-
 /* The default action: a fault repeats on return and kills; a sent signal is sent again. */
 static void die_by(int sig, const siginfo_t *si)
 {
@@ -76,7 +63,7 @@ static void dispatch(int sig, siginfo_t *si, void *uc)
     void (*plain)(int) = p->sa_handler;
     sigset_t mask, old;
 
-    if (guard_hit(si) || (!info && (plain == SIG_DFL || plain == SIG_IGN))) {
+    if (!info && (plain == SIG_DFL || plain == SIG_IGN)) {
         die_by(sig, si);
         return;
     }
@@ -117,8 +104,17 @@ void vms__sigchain_undo(void)
     real_sigaction(SIGBUS, &prog[1], NULL);
 }
 
+/* For the report's last line: does a fault passed on reach a handler of the program's? */
+static bool program_handles(int sig)
+{
+    const struct sigaction *p = &prog[sig == SIGBUS];
+
+    return (p->sa_flags & SA_SIGINFO) || (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN);
+}
+
 void vms__sigchain_start(void)
 {
+    atomic_store_explicit(&vms__fault_chain_hook, program_handles, memory_order_release);
     atomic_store_explicit(&chained, true, memory_order_release);
 }
 

@@ -95,7 +95,7 @@ void vms__trace_preload_init(void)
     if ((v = getenv("VMSTACK_TRACE_WARN_DEPTH")))
         o.warn_depth = (unsigned)strtoul(v, NULL, 10);
     if (vms__trace_configure(&o)) {
-        dprintf(vms__run_opts.err_fd, "vmstack trace: not tracing: %s\n", vms_last_error());
+        vms__out_printf("vmstack trace: not tracing: %s\n", vms_last_error());
         return;
     }
     handlers_onstack();

@@ -77,6 +77,7 @@ struct vms_sched {
     size_t region_size;                 /* ...that size as asked (0: the default) */
     bool colour;                        /* the region has a page more than asked, for colours */
     bool ready;                         /* vms__thread_ready() done: the thread can report an overflow */
+    volatile bool probing;              /* in the stack probe: see vms__fiber_probing */
     bool valgrind;
     vms_sched_stats stats;
 };
@@ -298,7 +299,9 @@ static inline void canary_check(struct vms_sched *s, struct vms_fiber_desc *cur)
 /* Before the running fiber switches away: room to do so, and an intact canary. */
 static inline void leave_check(struct vms_sched *s, struct vms_fiber_desc *cur)
 {
+    s->probing = true;
     stack_probe();
+    s->probing = false;
     canary_check(s, cur);
 }
 
@@ -341,6 +344,11 @@ __attribute__((no_sanitize_address)) _Noreturn void vms__fiber_kill_current(int 
 struct vms_fiber_desc *vms__fiber_current(void)
 {
     return in_fiber(&sched) ? sched.current : NULL;
+}
+
+bool vms__fiber_probing(void)
+{
+    return sched.probing;
 }
 
 /* ---- spawning ---- */

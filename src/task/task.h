@@ -98,6 +98,14 @@ extern _Atomic vms_fiber_hook vms__fiber_start_hook, vms__fiber_end_hook;
  */
 _Noreturn void vms__fiber_kill_current(int status);
 struct vms_fiber_desc *vms__fiber_current(void);
+/*
+ * True while the calling thread's running fiber is in the scheduler's stack
+ * probe, which touches the stack a switch will need before the scheduler
+ * changes anything: a fault there finds vmstack holding nothing for the
+ * fiber, so vmstack's own frames on its chain do not forbid the kill.
+ * A thread-local load, async-signal-safe.
+ */
+bool vms__fiber_probing(void);
 
 /*
  * fiber.c: fibers on stacks vmstack did not allocate, or on a bare vmstack

@@ -68,6 +68,35 @@ static pthread_t *reap;
 static size_t reap_n, reap_cap, reap_next;
 static _Atomic size_t reap_count; /* reap_n, read without the lock */
 
+/* A child after fork has none of these threads: they will never end there. */
+static void reap_forget(void)
+{
+    reap_n = 0;
+    atomic_store_explicit(&reap_count, 0, memory_order_relaxed);
+}
+
+static void reap_lock_take(void)
+{
+    pthread_mutex_lock(&reap_lock);
+}
+
+static void reap_lock_release(void)
+{
+    pthread_mutex_unlock(&reap_lock);
+}
+
+static void reap_child(void)
+{
+    reap_forget();
+    reap_lock_release();
+}
+
+/* Free and whole in a child after fork (core/fork.c). */
+__attribute__((constructor)) static void reap_at_fork(void)
+{
+    vms__fork_hook(VMS_FORK_TASK, reap_lock_take, reap_lock_release, reap_child);
+}
+
 static int reap_push(pthread_t t)
 {
     int rc = 0;

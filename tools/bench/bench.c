@@ -5,7 +5,9 @@
 #include "bench.h"
 #include "cmd.h"
 #include "core/json.h"
+#include "vmstack.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -307,4 +309,13 @@ int cmd_bench(int argc, char **argv)
     if (plot_dir && bench_plot_write(plot_dir))
         rc = CMD_FAIL;
     return rc;
+}
+
+_Noreturn void bench_fail(const char *what)
+{
+    int e = errno;
+
+    fprintf(stderr, "vmstack bench: %s failed (vmstack: %s; errno: %s)\n", what, vms_last_error(), strerror(e));
+    fflush(NULL);
+    abort();
 }

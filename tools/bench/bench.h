@@ -44,6 +44,12 @@ int bench_quick(void);
 
 /* Monotonic clock in nanoseconds. */
 double bench_now_ns(void);
+
+/*
+ * A benchmark step that cannot fail did: says which and why (vmstack's last
+ * error, and errno), then aborts, so that a bench run never dies silently.
+ */
+_Noreturn void bench_fail(const char *what);
 /*
  * CPU time in nanoseconds: of the whole process (all threads), or of the
  * calling thread.  On a shared machine, wall time also counts the time spent

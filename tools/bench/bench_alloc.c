@@ -44,7 +44,7 @@ static double run_mmap_guard(void *arg, long iters)
     for (long i = 0; i < iters; i++) {
         char *p = mmap(NULL, STACK + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (p == MAP_FAILED)
-            abort();
+            bench_fail("mmap of a stack");
         mprotect(p, pg, PROT_NONE);
         touch(p + pg + STACK, i);
         munmap(p, STACK + pg);
@@ -60,7 +60,7 @@ static double run_vmstack(void *arg, long iters)
     (void)arg;
     for (long i = 0; i < iters; i++) {
         if (vms_stack_alloc(&st, STACK))
-            abort();
+            bench_fail("vms_stack_alloc");
         touch(vms_stack_top(&st), i);
         vms_stack_free(&st);
     }

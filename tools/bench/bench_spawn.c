@@ -34,7 +34,7 @@ static void run_on(char *base, long i)
 
     if (vms__fiber_start(&f, &task, base, STACK, body, (void *)(intptr_t)i, NULL) ||
         vms__fiber_wait(&f, NULL))
-        abort();
+        bench_fail("starting a fiber on a stack of its own");
 }
 
 static double run_heap(void *arg, long iters)
@@ -59,7 +59,7 @@ static double run_mmap_guard(void *arg, long iters)
     for (long i = 0; i < iters; i++) {
         char *p = mmap(NULL, STACK + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (p == MAP_FAILED || mprotect(p, pg, PROT_NONE))
-            abort();
+            bench_fail("mmap+mprotect of a fiber stack");
         run_on(p + pg, i);
         munmap(p, STACK + pg);
     }
@@ -75,7 +75,7 @@ static double run_vmstack(void *arg, long iters)
     (void)arg;
     for (long i = 0; i < iters; i++)
         if (vms_fiber_spawn(&f, body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
-            abort();
+            bench_fail("vms_fiber_spawn and join");
     return bench_now_ns() - t0;
 }
 

@@ -28,10 +28,10 @@ static double run_vmstack(void *arg, long iters)
     /* Each yield is one switch, to the other fiber. */
     if (vms_fiber_spawn(&a, yielder, (void *)(intptr_t)(iters / 2), NULL) ||
         vms_fiber_spawn(&b, yielder, (void *)(intptr_t)(iters / 2), NULL))
-        abort();
+        bench_fail("spawning the two switching fibers");
     t0 = bench_now_ns();
     if (vms_run())
-        abort();
+        bench_fail("running the two switching fibers");
     t0 = bench_now_ns() - t0;
     vms_fiber_join(a, NULL);
     vms_fiber_join(b, NULL);
@@ -71,7 +71,7 @@ static double run_ucontext(void *arg, long iters)
     (void)arg;
     uc = calloc(1, sizeof *uc);
     if (!stacks || !uc)
-        abort();
+        bench_fail("allocating the ucontext stacks");
     uc->n = iters / 2;
     uc_make(0, stacks);
     uc_make(1, stacks + UC_STACK);

@@ -39,7 +39,7 @@ static double run_glibc(void *arg, long iters)
     (void)arg;
     for (long i = 0; i < iters; i++)
         if (pthread_create(&t, &attr, body, (void *)(intptr_t)i) || pthread_join(t, NULL))
-            abort();
+            bench_fail("pthread_create and join");
     return bench_cpu_ns() - t0;
 }
 
@@ -51,7 +51,7 @@ static double run_vmstack(void *arg, long iters)
     (void)arg;
     for (long i = 0; i < iters; i++)
         if (vms_thread_create(&t, &attr, body, (void *)(intptr_t)i, NULL) || vms_thread_join(t, NULL))
-            abort();
+            bench_fail("vms_thread_create and join");
     return bench_cpu_ns() - t0;
 }
 

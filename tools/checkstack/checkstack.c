@@ -31,7 +31,7 @@ static void help(void)
            "libraries, largest first, as the kernel's checkstack.pl.\n\n"
            "  --min BYTES        hide frames smaller than this (default 100); dynamic\n"
            "                     frames are always shown\n"
-           "  --guard BYTES      guard size to check against (default vmstack's, 16K)\n"
+           "  --guard BYTES      guard size to check against (default vmstack's, 64K)\n"
            "  --max-frame BYTES  exit 1 if a function's frame is larger than BYTES\n"
            "  --fail-on clash    exit 1 if a frame is flagged clash\n"
            "  --json             one JSON object per binary (an array of them for several)\n\n"

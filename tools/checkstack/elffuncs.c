@@ -340,7 +340,8 @@ int elf_funcs_open(struct elf_funcs *f, const char *path, char *err, size_t errl
 
     memset(f, 0, sizeof *f);
     elf_version(EV_CURRENT);
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f->fd < 0)
         return fail(f, err, errlen, strerror(errno));
     if (fstat(f->fd, &st) || !S_ISREG(st.st_mode))
@@ -348,6 +349,9 @@ int elf_funcs_open(struct elf_funcs *f, const char *path, char *err, size_t errl
     f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
     if (!f->elf || elf_kind(f->elf) != ELF_K_ELF)
         return fail(f, err, errlen, "not an ELF file");
+    /* Before the symbols: a 32-bit file would read as one without them ("stripped"). */
+    if (gelf_getclass(f->elf) != ELFCLASS64 || elf64_getehdr(f->elf)->e_machine != EM_X86_64)
+        return fail(f, err, errlen, "not an x86-64 ELF file (checkstack decodes x86-64 code only)");
     f->symtab = ".symtab";
     scn = find_section(f->elf, SHT_SYMTAB);
     if (!scn || collect(f, scn) || !f->n) {

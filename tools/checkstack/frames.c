@@ -307,7 +307,7 @@ static bool resets_pushes(const struct x86_insn *in)
 static void sweep(struct frame_fn *f, const uint8_t *body)
 {
     const struct elf_func *fn = f->fn;
-    const uint8_t *p = fn->code, *end = fn->code + fn->size;
+    const uint8_t *p = fn->code, *end;
     bool after_sub = false, copy[16] = {false};
     int64_t pushed = 0, most = 0, delta;
     struct x86_insn in;
@@ -315,7 +315,8 @@ static void sweep(struct frame_fn *f, const uint8_t *body)
     int r;
 
     if (!p)
-        return;
+        return; /* no bytes in the file (a corrupt size must not make an end from NULL) */
+    end = p + fn->size;
     for (; p < end && (len = x86_decode(p, (size_t)(end - p), &in)); p += len) {
         bool restore = rsp_restore(&in, copy);
         f->dynamic |= sp_variable(&in) && !restore;

@@ -1,0 +1,115 @@
+/*
+ * May the overflowing fiber be killed?  Killing ends the fiber where it
+ * stands and lets its scheduler go on, so whatever the fiber held stays
+ * held: a fiber that overflows inside malloc holds the arena's lock, and
+ * the next malloc of any thread then waits forever.  The kernel's oops
+ * has the same problem and answers it by panicking where a lock may be
+ * held; so do we.  The kill is allowed only when no frame of the faulting
+ * chain, from the faulting instruction up to the fiber's start routine,
+ * lies in code that may hold a lock some other task needs: libc, the
+ * dynamic loader, vmstack itself, or a sanitizer's runtime.  The lock-free leaf routines of libc
+ * (mem*, str*, wmem*, wcs*) are allowed, and so are vmstack's own frames
+ * when the fault is the scheduler's stack probe (vms__fiber_probing), which
+ * runs before vmstack takes or changes anything for the fiber.  A chain
+ * that cannot be followed up to the start routine proves nothing: no kill.
+ *
+ * Async-signal-safe: libunwind's local unwinding and the symbol snapshot.
+ */
+#include "fault/fault.h"
+
+#include <string.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#define MAX_CHAIN 100000 /* deeper than this is a broken stack, not a proof */
+
+/*
+ * task/fiber.c: the function that calls every fiber's start routine.  Its
+ * frame ends the fiber's own part of the chain even when the start
+ * routine tail-called its way out of the chain.  An address, not a call.
+ */
+extern const char vms__fiber_main[];
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Modules whose code may hold a lock that others need (a sanitizer's runtime is an allocator too). */
+static bool locking_module(const char *m)
+{
+    return starts_with(m, "libc.so") || starts_with(m, "libc-") || starts_with(m, "ld-linux") ||
+           starts_with(m, "ld.so") || starts_with(m, "libpthread") || starts_with(m, "libvmstack") ||
+           starts_with(m, "libasan") || starts_with(m, "libtsan") || starts_with(m, "libubsan") ||
+           starts_with(m, "liblsan");
+}
+
+/* libc's leaf routines that take no lock (their optimised variants start with "__"). */
+static bool lock_free_leaf(const char *name)
+{
+    while (name && *name == '_')
+        name++;
+    return starts_with(name, "mem") || starts_with(name, "str") || starts_with(name, "wmem") ||
+           starts_with(name, "wcs") || starts_with(name, "stp");
+}
+
+/* vmstack linked statically into the program: its functions by their prefix. */
+static bool vmstack_function(const char *name)
+{
+    return starts_with(name, "vms_");
+}
+
+static bool frame_may_hold_lock(uintptr_t ip, struct vms_symres *s, bool probing)
+{
+    vms__symbols_lookup(ip, s);
+    if (vmstack_function(s->name) || starts_with(s->module, "libvmstack"))
+        return !probing;
+    return locking_module(s->module) && !lock_free_leaf(s->name);
+}
+
+static void walk(const struct vms_fault *f, struct vms_kill_check *k)
+{
+    unw_cursor_t c;
+    unw_proc_info_t pi;
+    unw_word_t ip, sp, prev_sp = 0;
+    struct vms_symres s;
+    bool probing = vms__fiber_probing();
+
+    if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0)
+        return;
+    for (long i = 0; i < MAX_CHAIN; i++) {
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0 || ip == 0)
+            return;
+        if (i > 0 && (sp <= prev_sp || sp > f->hi))
+            return;
+        prev_sp = sp;
+        /* The start routine's own frame is the program's; above it is vmstack's fiber entry. */
+        if (unw_get_proc_info(&c, &pi) == 0 && (pi.start_ip == (unw_word_t)(uintptr_t)f->owner.start ||
+                                                 pi.start_ip == (unw_word_t)(uintptr_t)vms__fiber_main)) {
+            k->followed = true;
+            return;
+        }
+        /* A return address points after the call: look up ip - 1, inside the calling function. */
+        if (frame_may_hold_lock(i > 0 ? ip - 1 : ip, &s, probing)) {
+            k->holder = s.name ? s.name : "??";
+            k->module = s.module ? s.module : "?";
+        }
+        if (unw_step(&c) <= 0)
+            return;
+    }
+}
+
+void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k)
+{
+    sigjmp_buf env;
+
+    memset(k, 0, sizeof *k);
+    if (sigsetjmp(env, 1) == 0) {
+        vms__fault_nested_arm(&env);
+        walk(f, k);
+        vms__fault_nested_disarm();
+        return;
+    }
+    k->followed = false; /* a fault while unwinding: nothing is proven */
+}

@@ -1,0 +1,133 @@
+/*
+ * 'vmstack run --output FILE': the table replaces FILE as a whole, so FILE
+ * never holds half a table.  'vmstack run' may run as root and FILE may
+ * sit in a directory others can write (/tmp), so the temporary file gets
+ * a name nobody can predict and is created, never opened: mkostemp in
+ * FILE's own directory (O_CREAT|O_EXCL, which refuses a symlink planted
+ * there), then rename over FILE.  What is not a regular file (a FIFO,
+ * /dev/stdout, a terminal) is written into instead, since a rename would
+ * replace it; without blocking forever: a FIFO nobody reads is an error,
+ * and a reader that stops reading for WRITE_TIMEOUT_MS is one too.
+ * Every failure is a message and a return of -1: 'vmstack run' then ends
+ * with exit status 1 if the program itself succeeded.
+ */
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WRITE_TIMEOUT_MS 10000
+
+static int fail(const char *what, const char *path, int err)
+{
+    vms__out_printf("vmstack run: cannot %s %s: %s\n", what, path, strerror(err));
+    return -1;
+}
+
+/* Writes all of it to a non-blocking fd, waiting for room at most WRITE_TIMEOUT_MS at a time. */
+static int write_waiting(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            int r = poll(&pfd, 1, WRITE_TIMEOUT_MS);
+            if (r == 0)
+                return -ETIMEDOUT;
+            if (r < 0 && errno != EINTR)
+                return -errno;
+            continue;
+        }
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/*
+ * Into a FIFO, a terminal, /dev/null...  SIGPIPE (the reader went away) is
+ * held back while writing, then discarded: it is our write's, not the
+ * program's.
+ */
+static int write_special(const char *path, const char *text, size_t len)
+{
+    sigset_t pipe_set, old;
+    struct timespec now = {0, 0};
+    int fd, rc;
+
+    if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0 && errno == ENXIO) {
+        vms__out_printf("vmstack run: cannot write %s: a FIFO that nobody reads\n", path);
+        return -1;
+    }
+    if (fd < 0)
+        return fail("write", path, errno);
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    rc = write_waiting(fd, text, len);
+    if (!sigismember(&old, SIGPIPE))
+        while (sigtimedwait(&pipe_set, NULL, &now) == SIGPIPE)
+            ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(fd);
+    return rc ? fail("write", path, -rc) : 0;
+}
+
+/* The mode FILE keeps (when it exists) or gets: 0666 less the umask, as open() would. */
+static mode_t file_mode(const char *path)
+{
+    struct stat sb;
+    mode_t mask;
+
+    if (stat(path, &sb) == 0)
+        return sb.st_mode & 07777;
+    mask = umask(022); /* read it: there is no other way; put back at once */
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+static int write_replacing(const char *path, const char *text, size_t len)
+{
+    char tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int fd, rc;
+
+    if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.vmstack-XXXXXX", (int)(slash - path), path, slash + 1) >=
+                      (int)sizeof tmp)
+        return fail("write", path, ENAMETOOLONG);
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+        return fail("create a temporary file for", path, errno);
+    rc = fchmod(fd, file_mode(path)) ? -errno : 0;
+    if (!rc)
+        rc = write_waiting(fd, text, len);
+    if (close(fd) && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, path))
+        rc = -errno;
+    if (rc) {
+        unlink(tmp);
+        return fail("write", path, -rc);
+    }
+    return 0;
+}
+
+int vms__run_write_output(const char *path, const char *text, size_t len)
+{
+    struct stat sb;
+
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return write_special(path, text, len);
+    return write_replacing(path, text, len);
+}

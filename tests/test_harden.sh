@@ -1,0 +1,157 @@
+#!/bin/sh
+# 'vmstack run' changes nothing a program can observe, never hangs it and
+# never leaves it silently unprotected: one case per argument.
+# usage: test_harden.sh CASE VMSTACK BINDIR   (BINDIR holds the run_* programs)
+# Exit 0 pass, 1 fail, 77 skip (a tool the case needs is not installed).
+set -u
+case_=$1 vmstack=$2 bin=$3
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
+skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
+
+case $case_ in
+nofork)
+    # Start-up makes no child: the guard probe asks a system call, not a crash.
+    command -v strace > /dev/null || skip "strace not installed"
+    strace -f -qq -e trace=fork,vfork,clone,clone3 -o "$tmp/trace" "$vmstack" run -- true 2> "$tmp/err" ||
+        fail "vmstack run -- true under strace: $(cat "$tmp/err")"
+    [ ! -s "$tmp/trace" ] || fail "start-up made a process or thread: $(cat "$tmp/trace")"
+    ;;
+forkstress)
+    # fork() while other threads create, join and detach: no child may hang on a lock.
+    "$vmstack" run -- "$bin/run_forkstress" > "$tmp/out" 2> "$tmp/err" || fail "$(cat "$tmp/out" "$tmp/err")"
+    grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
+    ;;
+fds)
+    command -v bash > /dev/null && command -v flock > /dev/null || skip "bash or flock not installed"
+    # A program that opens fd 200 (the cron idiom) gets its own file there, and the table is not in it.
+    "$vmstack" run -- bash -c "exec 200>'$tmp/data'; echo mine >&200; ls -l /proc/\$\$/fd/200 >&2" \
+        > /dev/null 2> "$tmp/err" || fail "exec 200>: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/data")" = mine ] || fail "fd 200: the program's file holds: $(cat "$tmp/data")"
+    grep -q "stack usage of bash" "$tmp/err" || fail "fd 200: no table on stderr: $(cat "$tmp/err")"
+    # The flock idiom keeps mutual exclusion: the second holder is refused.
+    "$vmstack" run -- bash -c "exec 200>'$tmp/lock'; flock -n 200 || exit 9; touch '$tmp/held'; sleep 2" \
+        2> /dev/null &
+    i=0; while [ ! -e "$tmp/held" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    "$vmstack" run -- bash -c "exec 200>'$tmp/lock'; flock -n 200 || exit 9; exit 0" 2> /dev/null; rc=$?
+    wait
+    [ "$rc" = 9 ] || fail "flock -n 200 succeeded twice under vmstack run (exit $rc)"
+    # fd 2 reopened to a data file receives nothing of ours: the table goes to the stderr of the start.
+    "$vmstack" run -- bash -c "exec 2>'$tmp/data2'; echo mine >&2" 2> "$tmp/err" || fail "exec 2>"
+    [ "$(cat "$tmp/data2")" = mine ] || fail "fd 2 reopened: the program's file holds: $(cat "$tmp/data2")"
+    grep -q "stack usage of bash" "$tmp/err" || fail "fd 2 reopened: no table: $(cat "$tmp/err")"
+    # Nor does an overflow report go there.
+    "$vmstack" run --stack-size 64K -- "$bin/run_overflow" reopen "$tmp/data3" > /dev/null 2> "$tmp/err"; rc=$?
+    [ "$rc" = 139 ] || fail "overflow after reopening fd 2: exit $rc: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/data3")" = "the program's own" ] || fail "overflow: the program's file holds: $(cat "$tmp/data3")"
+    grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "overflow: no report: $(cat "$tmp/err")"
+    ;;
+env)
+    # Every bad VMSTACK_* value: exit 2 before the program runs, one line naming the variable.
+    for e in VMSTACK_GUARD=foo VMSTACK_GUARD_SIZE=12Q VMSTACK_GUARD_SIZE=-1 VMSTACK_GUARD_SIZE=1000 \
+             VMSTACK_STACK_SIZE=8K VMSTACK_STACK_SIZE=abc VMSTACK_RESERVE=4K VMSTACK_RESERVE=x \
+             VMSTACK_CACHE=65 VMSTACK_CACHE=-1 VMSTACK_POOL=x VMSTACK_SCRUB=2 VMSTACK_SCRUB=yes; do
+        for sub in run trace; do
+            env "$e" "$vmstack" $sub -- touch "$tmp/ran" > /dev/null 2> "$tmp/err"; rc=$?
+            [ "$rc" = 2 ] || fail "$e vmstack $sub: exit $rc, expected 2"
+            [ ! -e "$tmp/ran" ] || fail "$e vmstack $sub: the program ran"
+            [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^vmstack $sub: ${e%%=*}=" "$tmp/err" ||
+                fail "$e vmstack $sub: $(cat "$tmp/err")"
+        done
+    done
+    grep -q 'expected a whole number from 0 to 1' "$tmp/err" || fail "accepted values not named: $(cat "$tmp/err")"
+    # The preload library, given a bad value by hand, says so and leaves the program alone.
+    env VMSTACK_RUN_REPORT_SIGNAL=11 LD_PRELOAD="$(dirname "$vmstack")/libvmstack-preload.so" true 2> "$tmp/err" ||
+        fail "preload with a bad value: the program failed"
+    grep -q '^vmstack run: VMSTACK_RUN_REPORT_SIGNAL=11: expected .*runs without vmstack$' "$tmp/err" ||
+        fail "preload with a bad value: $(cat "$tmp/err")"
+    # Protection that cannot be set up at run time is one line, not silence.  (A sanitized vmstack
+    # command cannot itself run under the limit: its shadow memory needs more.)
+    if (ulimit -v 4000000; "$vmstack" --help) > /dev/null 2>&1; then
+        (ulimit -v 4000000; "$vmstack" run -- true) 2> "$tmp/err" || fail "ulimit -v: exit status"
+        grep -q '^vmstack run: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v' "$tmp/err" ||
+            fail "ulimit -v: $(cat "$tmp/err")"
+    fi
+    # A setuid program would drop the preload: refused unless --allow-unprotected.
+    if [ "$(id -u)" = 0 ]; then
+        cp /bin/true "$tmp/suid"; chown nobody "$tmp/suid"; chmod 4755 "$tmp/suid"
+        "$vmstack" run -- "$tmp/suid" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 2 ] && grep -q 'is setuid or setgid' "$tmp/err" || fail "setuid: exit $rc: $(cat "$tmp/err")"
+        "$vmstack" run --allow-unprotected -- "$tmp/suid" 2> "$tmp/err" || fail "setuid allowed: exit status"
+        grep -q 'runs without vmstack' "$tmp/err" || fail "setuid allowed: $(cat "$tmp/err")"
+    fi
+    ;;
+reportsignal)
+    # --report-signal is the program's: its children keep the default action (death: 128 + 10).
+    "$vmstack" run --report-signal USR1 -- sh -c 'sleep 5 & c=$!; sleep 0.3; kill -USR1 $c; wait $c; echo $?' \
+        > "$tmp/out" 2> /dev/null || fail "exit status"
+    [ "$(cat "$tmp/out")" = 138 ] || fail "the child survived SIGUSR1: $(cat "$tmp/out")"
+    "$vmstack" run --report-signal USR1 -- "$bin/run_forkstress" usr1 > "$tmp/out" 2> /dev/null ||
+        fail "forked child: $(cat "$tmp/out")"
+    ;;
+frames)
+    # No vmstack function that runs on a fiber or in the overflow handler has a frame over 4 KiB:
+    # the handler must fit a program's own small alternate stack until it moves to ours, and an
+    # overflow inside vmstack cannot be killed.  FRAME from checkstack (call-frame information).
+    lib=$(dirname "$vmstack")/libvmstack.so
+    "$vmstack" checkstack --json --min 0 "$lib" > "$tmp/frames.json" || fail "checkstack $lib"
+    python3 - "$tmp/frames.json" <<'EOF2' || fail "frames over 4 KiB on the fiber and fault paths"
+import json, sys
+d = json.load(open(sys.argv[1]))
+fns = {f["name"]: f for f in (d if isinstance(d, dict) else d[0])["functions"]}
+paths = ["on_fault", "handle", "handle_switched", "handle_on_own_stack", "classify", "pass_on", "call_prev",
+         "decide_kill", "vms__kill_check", "walk", "put_trace", "vms__report_body", "vms__report_outcome",
+         "vms__report_begin", "vms__report_end", "vms__symbols_lookup", "vms__registry_find", "vms__locate",
+         "vms_fiber_spawn", "vms_stack_alloc", "vms_stack_free", "vms__region_grow", "vms__os_count_vmas",
+         "vms__fiber_kill_current", "vms_yield", "vms__switch"]
+bad = [(n, fns[n]["frame"]) for n in paths if n in fns and (fns[n]["frame"] > 4096 or fns[n]["dynamic"] and n != "vms__switch")]
+missing = [n for n in ("on_fault", "handle", "vms__os_count_vmas", "vms_fiber_spawn") if n not in fns]
+print("over 4 KiB:", bad, "not found:", missing)
+sys.exit(1 if bad or missing else 0)
+EOF2
+    ;;
+m4)
+    # GNU m4 catches its own stack overflow (libsigsegv) and exits 1: so it does under vmstack run.
+    command -v m4 > /dev/null || skip "m4 not installed"
+    printf 'define(`f'"'"',`f(f($1))'"'"')f(1)\n' > "$tmp/rec.m4"
+    (ulimit -s 1024; m4 "$tmp/rec.m4") > /dev/null 2> "$tmp/plain"; rc_plain=$?
+    (ulimit -s 1024; "$vmstack" run -- m4 "$tmp/rec.m4") > /dev/null 2> "$tmp/err"; rc=$?
+    [ "$rc_plain" = 1 ] && grep -qx 'm4: stack overflow' "$tmp/plain" || skip "this m4 does not catch its overflow"
+    [ "$rc" = 1 ] || fail "m4 under vmstack run: exit $rc, expected 1: $(cat "$tmp/err")"
+    grep -qx 'm4: stack overflow' "$tmp/err" || fail "m4's own message: $(cat "$tmp/err")"
+    grep -q '^vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "no report: $(cat "$tmp/err")"
+    grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/err" || fail "last line: $(cat "$tmp/err")"
+    ;;
+output)
+    # --output FILE: a planted symlink at the old predictable temporary name changes nothing ...
+    echo victim > "$tmp/victim"
+    sh -c "ln -s '$tmp/victim' '$tmp/x.tmp.'\$\$; exec '$vmstack' run --output '$tmp/x' -- true" ||
+        fail "run with a planted symlink"
+    [ "$(cat "$tmp/victim")" = victim ] || fail "the symlink's target was overwritten"
+    grep -q 'stack usage of true' "$tmp/x" || fail "no table in FILE: $(cat "$tmp/x")"
+    [ -z "$(ls -A "$tmp" | grep vmstack-)" ] || fail "temporary file left: $(ls -A "$tmp")"
+    # ... a write error is exit 1 with a message, when the program succeeded; its own status else ...
+    "$vmstack" run --output /dev/full -- true 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q '^vmstack run: cannot write /dev/full: ' "$tmp/err" || fail "/dev/full: exit $rc: $(cat "$tmp/err")"
+    "$vmstack" run --output /dev/full -- sh -c 'exit 3' 2> /dev/null; rc=$?
+    [ "$rc" = 3 ] || fail "/dev/full, program exit 3: exit $rc"
+    # ... and a FIFO nobody reads is an error, not a hang.
+    mkfifo "$tmp/fifo"
+    timeout 20 "$vmstack" run --output "$tmp/fifo" -- true 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q 'a FIFO that nobody reads' "$tmp/err" || fail "FIFO without reader: exit $rc: $(cat "$tmp/err")"
+    ;;
+checkstack_inputs)
+    # A FIFO is refused at once (it would block open()), a 32-bit ELF is named for what it is.
+    mkfifo "$tmp/fifo"
+    timeout 20 "$vmstack" checkstack "$tmp/fifo" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q 'fifo: not a regular file' "$tmp/err" || fail "FIFO: exit $rc: $(cat "$tmp/err")"
+    { printf '\177ELF\001\001\001\000\000\000\000\000\000\000\000\000\002\000\003\000'; head -c 52 /dev/zero; } > "$tmp/elf32"
+    "$vmstack" checkstack "$tmp/elf32" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && grep -q 'elf32: not an x86-64 ELF file' "$tmp/err" || fail "32-bit ELF: exit $rc: $(cat "$tmp/err")"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+exit 0
