@@ -8,9 +8,8 @@
  *   gdb_fibers overflow  the last fiber recurses until it hits its guard,
  *                        under the abort policy: report, then death by
  *                        SIGSEGV with a core dump
- * The waiting fibers yield until the last fiber has run (there is no other
- * way to wait yet), so the scheduler holds them as runnable.  Fiber i
- * (from 0) is named "waiter-i" and waits in wait_{a,b,c}[i % 3].
+ * The waiting fibers are parked until the last fiber wakes them.  Fiber i
+ * (from 0) is named "waiter-i" and is parked in wait_{a,b,c}[i % 3].
  */
 #include "vmstack.h"
 
@@ -22,13 +21,14 @@
 #define WAITERS 1000
 
 static volatile int done;
+static vms_fiber f[WAITERS + 1];
 
 /* Three distinct functions, so that each fiber's backtrace says where it waits. */
 #define WAITER(fn)                                                                                 \
     NOINLINE void *fn(void *arg)                                                                   \
     {                                                                                              \
         while (!done)                                                                              \
-            vms_yield();                                                                           \
+            vms_fiber_park();                                                                      \
         return arg;                                                                                \
     }
 WAITER(wait_a)
@@ -60,13 +60,14 @@ static void *last(void *mode)
         return (void *)overflow_here(0);
     gdb_fibers_stop();
     done = 1;
+    for (int i = 0; i < WAITERS; i++)
+        vms_fiber_wake(f[i]);
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     void *(*const fns[3])(void *) = {wait_a, wait_b, wait_c};
-    static vms_fiber f[WAITERS + 1];
     char name[32];
 
     if (argc != 2 || (strcmp(argv[1], "live") && strcmp(argv[1], "overflow"))) {

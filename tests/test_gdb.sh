@@ -70,9 +70,9 @@ check_listing() {
   n=$(grep -c "^[ *] [0-9]" "$out")
   [ "$n" -eq 1001 ] || fail "info vmstack-fibers listed $n fibers, not 1001"
   grep -q "^1001 fibers$" "$out" || fail "no '1001 fibers' line"
-  # waiter-i is runnable and waits in wait_a, wait_b or wait_c by i % 3.
+  # waiter-i is parked in wait_a, wait_b or wait_c by i % 3.
   bad=$(awk '{ sub(/^\*/, " ") } $2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
-               if ($3 != "runnable" || index($0, " " want " at ") == 0) print }' "$out" | head -3)
+               if ($3 != "parked" || index($0, " " want " at ") == 0) print }' "$out" | head -3)
   [ -z "$bad" ] || fail "waiters with a wrong state or frame: $bad"
   w=$(awk '$2 ~ /^waiter-/' "$out" | wc -l)
   [ "$w" -eq 1000 ] || fail "$w waiters listed, not 1000"
@@ -102,7 +102,7 @@ core)
   gdb_batch "$tmp/c" -ex "vmstack-fiber $c" "$prog" "$core"; check_fiber_bt "$tmp/c" wait_b
   gdb_batch "$tmp/g" -ex 'info vmstack-fibers --group' "$prog" "$core"
   grep -q "^1001 fibers in 4 groups$" "$tmp/g" || fail "--group did not find the 4 distinct backtraces"
-  grep -q "^334 fibers (runnable)" "$tmp/g" || fail "--group: no group of 334 runnable fibers"
+  grep -q "^334 fibers (parked)" "$tmp/g" || fail "--group: no group of 334 parked fibers"
   ;;
 live)
   # After the fiber commands, the thread's own frames must be back: bt 1
