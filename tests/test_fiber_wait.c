@@ -418,11 +418,13 @@ static void test_closed(void)
 
 #define SWEEP 256
 /*
- * ThreadSanitizer's interceptors (epoll_ctl's among them) run on the
- * fiber's stack and take the runtime's locks: a fiber killed inside one
- * would leave its lock held, so there the sweep leaves them room.
+ * The sanitizers' interceptors (epoll_ctl's among them) and their larger
+ * frames run on the fiber's stack before the scheduler's probe: an
+ * overflow there is in a runtime that may hold a lock, or in vmstack's
+ * wait bookkeeping, and is rightly aborted, not killed.  There the sweep
+ * leaves them room, so that its overflows come at the probe.
  */
-#ifdef VMS_SAN_THREAD
+#if defined(VMS_SAN_THREAD) || defined(VMS_SAN_ADDRESS)
 #define ROOM0 4096
 #else
 #define ROOM0 0
