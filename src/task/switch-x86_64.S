@@ -18,13 +18,8 @@
 
     .text
 
-/* void vms__switch(void **save_sp, void *to_sp) */
-    .globl  vms__switch
-    .hidden vms__switch
-    .type   vms__switch, @function
-    .p2align 4
-vms__switch:
-    .cfi_startproc
+/* Pushes the saved frame described above, with its call-frame information. */
+.macro SAVE_FRAME
     pushq   %rbp
     .cfi_adjust_cfa_offset 8
     .cfi_rel_offset rbp, 0
@@ -47,9 +42,10 @@ vms__switch:
     .cfi_adjust_cfa_offset 8
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
+.endm
 
-    movq    %rsp, (%rdi)
-    movq    %rsi, %rsp
+/* Pops the saved frame at the stack pointer and returns into its context. */
+.macro RESUME_FRAME
     ldmxcsr (%rsp)
     fldcw   4(%rsp)
     leaq    8(%rsp), %rsp
@@ -73,6 +69,20 @@ vms__switch:
     .cfi_adjust_cfa_offset -8
     .cfi_restore rbp
     ret
+.endm
+
+/* void vms__switch(void **save_sp, void *to_sp) */
+    .globl  vms__switch
+    .hidden vms__switch
+    .type   vms__switch, @function
+    .p2align 4
+vms__switch:
+    .cfi_startproc
+    SAVE_FRAME
+
+    movq    %rsp, (%rdi)
+    movq    %rsi, %rsp
+    RESUME_FRAME
     .cfi_endproc
     .size   vms__switch, .-vms__switch
 
@@ -101,28 +111,7 @@ vms__switch:
     .p2align 4
 vms__fiber_launch:
     .cfi_startproc
-    pushq   %rbp
-    .cfi_adjust_cfa_offset 8
-    .cfi_rel_offset rbp, 0
-    pushq   %rbx
-    .cfi_adjust_cfa_offset 8
-    .cfi_rel_offset rbx, 0
-    pushq   %r15
-    .cfi_adjust_cfa_offset 8
-    .cfi_rel_offset r15, 0
-    pushq   %r14
-    .cfi_adjust_cfa_offset 8
-    .cfi_rel_offset r14, 0
-    pushq   %r13
-    .cfi_adjust_cfa_offset 8
-    .cfi_rel_offset r13, 0
-    pushq   %r12
-    .cfi_adjust_cfa_offset 8
-    .cfi_rel_offset r12, 0
-    leaq    -8(%rsp), %rsp
-    .cfi_adjust_cfa_offset 8
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
+    SAVE_FRAME
     .cfi_remember_state
 
     movq    %rsp, (%rdi)
@@ -138,29 +127,7 @@ vms__fiber_launch:
 
     movq    %rax, %rsp
     .cfi_restore_state
-    ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    leaq    8(%rsp), %rsp
-    .cfi_adjust_cfa_offset -8
-    popq    %r12
-    .cfi_adjust_cfa_offset -8
-    .cfi_restore r12
-    popq    %r13
-    .cfi_adjust_cfa_offset -8
-    .cfi_restore r13
-    popq    %r14
-    .cfi_adjust_cfa_offset -8
-    .cfi_restore r14
-    popq    %r15
-    .cfi_adjust_cfa_offset -8
-    .cfi_restore r15
-    popq    %rbx
-    .cfi_adjust_cfa_offset -8
-    .cfi_restore rbx
-    popq    %rbp
-    .cfi_adjust_cfa_offset -8
-    .cfi_restore rbp
-    ret
+    RESUME_FRAME
     .cfi_endproc
     .size   vms__fiber_launch, .-vms__fiber_launch
 
