@@ -46,6 +46,14 @@ fds)
     [ "$rc" = 139 ] || fail "overflow after reopening fd 2: exit $rc: $(cat "$tmp/err")"
     [ "$(cat "$tmp/data3")" = "the program's own" ] || fail "overflow: the program's file holds: $(cat "$tmp/data3")"
     grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "overflow: no report: $(cat "$tmp/err")"
+    # The program's first open() gets fd 3, as without vmstack, and the report's unwinding
+    # (libunwind checks addresses through a pipe of its own) writes nothing into fds 3 to 5.
+    for sub in run trace; do
+        "$vmstack" $sub --stack-size 64K -- "$bin/run_overflow" low "$tmp/data4" > /dev/null 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$sub: overflow after opening fd 3: exit $rc: $(cat "$tmp/err")"
+        [ "$(cat "$tmp/data4")" = "the program's own" ] || fail "$sub: fds 3-5 hold: $(cat "$tmp/data4")"
+        grep -q '^vmstack:  \[<0x[0-9a-f]*>\] bottomless+' "$tmp/err" || fail "$sub: no call trace: $(cat "$tmp/err")"
+    done
     ;;
 env)
     # Every bad VMSTACK_* value: exit 2 before the program runs, one line naming the variable.

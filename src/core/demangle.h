@@ -1,8 +1,7 @@
 /*
  * C++ names for reports, traces and checkstack, without a C++ dependency:
  * libstdc++'s __cxa_demangle is found at run time (already loaded in a C++
- * program, else dlopen'd when present).  It allocates: call it only outside
- * signal context (when symbols are snapshotted, or in the tools).
+ * program, else dlopen'd when present).  It allocates with malloc.
  */
 #ifndef VMS_DEMANGLE_H
 #define VMS_DEMANGLE_H
@@ -11,8 +10,23 @@
 
 /*
  * The demangled form of name in buf (cut to cap - 1 bytes), or name itself
- * when it is not a mangled C++ name or no demangler is available.
+ * when it is not a mangled C++ name or no demangler is available.  Not
+ * from a signal handler.
  */
 const char *vms__demangle(const char *name, char *buf, size_t cap);
+
+/*
+ * Looks for the demangler among the loaded modules only (no dlopen): a
+ * program with no C++ in it has no C++ names.  Outside signal context;
+ * again after dlopen.
+ */
+void vms__demangle_find_loaded(void);
+
+/*
+ * vms__demangle with the demangler vms__demangle_find_loaded found, for a
+ * signal handler: no lookup, but it still calls malloc, so only where the
+ * interrupted code provably holds no allocator lock.
+ */
+const char *vms__demangle_loaded(const char *name, char *buf, size_t cap);
 
 #endif

@@ -173,6 +173,7 @@ void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
 long vms__os_count_vmas(void);
 long vms__os_max_map_count(void);
+int vms__os_dup_high(int fd);
 
 /*
  * sizeclass.c: the class size is rounded up to (a page multiple, 16 KiB

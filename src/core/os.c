@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -169,4 +170,24 @@ long vms__os_max_map_count(void)
         close(fd);
     }
     return v;
+}
+
+/*
+ * A close-on-exec copy of fd at the highest free number below the
+ * descriptor limit, or -1.  A descriptor vmstack must hold sits where
+ * open() hands out numbers last, so the program's own numbering is the
+ * one it would have without us.  Async-signal-safe.
+ */
+int vms__os_dup_high(int fd)
+{
+    struct rlimit rl;
+    int lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+
+    /* F_DUPFD gives the lowest free number at or above want: from the top down, the first success. */
+    for (int want = lim - 1; want >= 3 && want >= lim - 64; want--) {
+        int got = fcntl(fd, F_DUPFD_CLOEXEC, want);
+        if (got >= 0)
+            return got;
+    }
+    return -1;
 }

@@ -362,8 +362,7 @@ static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
         return VMS_OUT_ABORT;
     if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER)
         return o;
-    /* A kill must never hang the process: none of the chain may hold a shared lock. */
-    vms__kill_check(f, &f->kc);
+    /* A kill must never hang the process: none of the chain may hold a shared lock (f->kc). */
     f->kill_refused = !f->kc.followed || f->kc.holder;
     return f->kill_refused ? VMS_OUT_ABORT : o;
 }
@@ -447,6 +446,8 @@ static void handle(struct vms_fault *f, siginfo_t *si)
         return;
     }
     atomic_fetch_add_explicit(&in_flight, 1, memory_order_relaxed);
+    /* Before the report, which demangles only where a kill could be safe. */
+    vms__kill_check(f, &f->kc);
     vms__report_begin(&b);
     vms__report_body(&b, f);
     if (f->cls == VMS_FAULT_OVERFLOW) {
@@ -592,8 +593,11 @@ static void warm_unwinder(void)
     unw_context_t ctx;
     unw_cursor_t c;
 
+    if (!vms__unwind_begin())
+        return;
     if (unw_getcontext(&ctx) == 0 && unw_init_local(&c, &ctx) == 0)
         unw_step(&c);
+    vms__unwind_end();
 }
 
 static void altstack_release(void *unused);

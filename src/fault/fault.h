@@ -35,6 +35,7 @@ void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max);
 /* killsafe.c: may the overflowing fiber be killed?  (vms__kill_check below) */
 struct vms_kill_check {
     bool followed;       /* the chain was followed up to the fiber's start routine */
+    bool ended;          /* or to its outermost frame (a runtime's own entry) */
     const char *holder;  /* the outermost frame that may hold a shared lock, or NULL */
     const char *module;  /* its module */
 };
@@ -105,6 +106,16 @@ struct vms_symres {
 int vms__symbols_snapshot(void);
 /* Async-signal-safe lookup in the snapshot. */
 void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r);
+
+/* ---- unwindfd.c ---- */
+
+/*
+ * Around every use of libunwind: its descriptors are kept at the top of
+ * the range.  begin is false, and nothing may be unwound, when the program
+ * has taken one of their numbers.  Async-signal-safe.
+ */
+bool vms__unwind_begin(void);
+void vms__unwind_end(void);
 
 /* ---- registry.c ---- */
 

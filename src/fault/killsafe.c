@@ -11,9 +11,10 @@
  * (mem*, str*, wmem*, wcs*) are allowed, and so are vmstack's own frames
  * when the fault is the scheduler's stack probe (vms__fiber_probing), which
  * runs before vmstack takes or changes anything for the fiber.  A chain
- * that cannot be followed up to the start routine proves nothing: no kill.
+ * that cannot be followed up to the start routine (main, on the main
+ * thread) proves nothing: no kill.
  *
- * Async-signal-safe: libunwind's local unwinding and the symbol snapshot.
+ * Async-signal-safe: libunwind's local unwinding and the symbol lookup.
  */
 #include "fault/fault.h"
 
@@ -75,6 +76,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k)
     unw_word_t ip, sp, prev_sp = 0;
     struct vms_symres s;
     bool probing = vms__fiber_probing();
+    int r;
 
     if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0)
         return;
@@ -95,8 +97,15 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k)
             k->holder = s.name ? s.name : "??";
             k->module = s.module ? s.module : "?";
         }
-        if (unw_step(&c) <= 0)
+        /* The main thread's start routine: what calls it holds no lock. */
+        if (s.name && strcmp(s.name, "main") == 0 && !locking_module(s.module)) {
+            k->followed = true;
             return;
+        }
+        if ((r = unw_step(&c)) <= 0) {
+            k->ended = r == 0;
+            return;
+        }
     }
 }
 
@@ -105,11 +114,15 @@ void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k)
     sigjmp_buf env;
 
     memset(k, 0, sizeof *k);
+    if (!vms__unwind_begin())
+        return; /* nothing followed: nothing is proven */
     if (sigsetjmp(env, 1) == 0) {
         vms__fault_nested_arm(&env);
         walk(f, k);
         vms__fault_nested_disarm();
+        vms__unwind_end();
         return;
     }
-    k->followed = false; /* a fault while unwinding: nothing is proven */
+    vms__unwind_end();
+    k->followed = k->ended = false; /* a fault while unwinding: nothing is proven */
 }

@@ -18,6 +18,7 @@
  * leaves the stack, so a corrupt stack ends the trace rather than the report.
  */
 #include "fault/fault.h"
+#include "core/demangle.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -39,6 +40,7 @@
 static TLS_IE struct vms_sbuf *streaming;
 static TLS_IE size_t sent;      /* bytes of streaming->p already written out */
 static TLS_IE bool owner;       /* this thread holds the writer flag */
+static TLS_IE bool demangling;  /* the interrupted code holds no lock the demangler's malloc takes */
 
 static void sink_write(const char *p, size_t len);
 
@@ -122,10 +124,11 @@ void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max)
 static void put_symbol(struct vms_sbuf *b, uintptr_t addr, bool ret)
 {
     struct vms_symres s;
+    char cxx[256];
 
     vms__symbols_lookup(addr - ret, &s);
     if (s.name) {
-        vms__sb_str(b, s.name);
+        vms__sb_str(b, demangling ? vms__demangle_loaded(s.name, cxx, sizeof cxx) : s.name);
         vms__sb_str(b, "+");
         vms__sb_hex(b, s.off + ret);
         vms__sb_str(b, "/");
@@ -329,14 +332,22 @@ static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
     sigjmp_buf env;
 
     vms__sb_str(b, "vmstack: Call Trace:\n");
+    if (!vms__unwind_begin()) {
+        add_frame(&t, f->ip, false);
+        end_trace(&t);
+        vms__sb_str(b, "vmstack:  (no unwinding: the program took libunwind's descriptors)\n");
+        return;
+    }
     if (sigsetjmp(env, 1) == 0) {
         vms__fault_nested_arm(&env);
         walk(&t, f);
         vms__fault_nested_disarm();
+        vms__unwind_end();
         end_trace(&t);
         return;
     }
     /* A fault while unwinding (corrupt call-frame information): what was found, then why it ends. */
+    vms__unwind_end();
     end_trace(&t);
     vms__sb_str(b, "vmstack:  (unwinding failed)\n");
 }
@@ -406,8 +417,16 @@ static void put_wild_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "\n");
 }
 
+/*
+ * C++ names are demangled only when that cannot hang: the demangler
+ * allocates, and a thread interrupted inside malloc holds the arena's lock.
+ * The same proof as a kill's (killsafe.c): a chain followed to its start,
+ * or to its end, with no frame in libc, the loader or vmstack.  Otherwise names stay as
+ * stored ("_Z..."), which c++filt reads.
+ */
 void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
 {
+    demangling = (f->kc.followed || f->kc.ended) && !f->kc.holder;
     if (f->cls == VMS_FAULT_OVERFLOW)
         put_overflow_head(b, f);
     else
@@ -420,6 +439,7 @@ void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_hex(b, f->bp);
     vms__sb_str(b, "\n");
     put_trace(b, f);
+    demangling = false;
 }
 
 /* Why the policy's kill became an abort (killsafe.c). */

@@ -1,68 +1,80 @@
 /*
- * The symbol snapshot: user space's kallsyms.  The kernel can symbolize an
- * oops in any context because its symbol table is prepared in advance; a
- * signal handler cannot open files, parse ELF or allocate, so we do all of
- * that here, outside signal context: walk the loaded modules with
- * dl_iterate_phdr, read each one's .symtab (or .dynsym when stripped) with
- * libelf, and leave one sorted, read-only table in its own mmap'd block.
- * The handler only binary-searches it.
+ * Symbols: user space's kallsyms, read only when a name is printed.
  *
- * C++ names are demangled here, as they are read, so that the report shows
- * "recurse(int)" rather than "_ZL7recursei": the demangler allocates, which
- * the handler must not.
+ * The kernel can name a function in any context because its table is
+ * ready in advance; preparing ours at start-up (reading and sorting every
+ * module's symbol table) cost a traced or run process several
+ * milliseconds before main, for names that most processes never print.
+ * So start-up only lists the loaded modules (dl_iterate_phdr: address
+ * ranges, paths, build ids), and a module's symbols are read the first
+ * time an address in it is looked up, possibly inside the overflow
+ * handler.  That read is async-signal-safe: open, fstat, mmap and close,
+ * ELF parsed by hand from the mapping (libelf allocates), an index sorted
+ * in place in a fresh mapping by heapsort (qsort may allocate).  Names
+ * point into the mapped file and stay mapped for the life of the process.
+ * They are the names as stored: C++ names are demangled by the printer,
+ * where it may allocate (core/demangle.h).
  *
- * Its own mapping rather than the heap: the overflow report must still be
- * right when the program has trashed its heap.  A refresh (after dlopen)
- * publishes a new table and keeps the old one mapped, since a handler in
- * another thread may be reading it; refreshes happen only when the set of
- * loaded modules changed, so that costs little.
+ * A module's separate debug file is preferred when one is installed under
+ * its build id (/usr/lib/debug/.build-id/xx/yyyy.debug), as gdb does:
+ * shared libraries ship stripped to .dynsym, which names none of their
+ * internal functions.
+ *
+ * The module list is its own mapping rather than the heap: the overflow
+ * report must still be right when the program has trashed its heap.  A
+ * refresh (after dlopen) publishes a new list and keeps the old one
+ * mapped, since a handler in another thread may be reading it; a module
+ * already indexed keeps its index across refreshes.
  */
 #include "fault/fault.h"
 #include "core/demangle.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <link.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#define MAX_MODULES 512
+#define PATH_BYTES 4096
+#define LOAD_SPINS 100000  /* yields a reader waits for another thread's read of a module */
 
 struct sym {
     uintptr_t addr;
     uintptr_t size;
-    uint32_t name;          /* offset into the string pool */
+    const char *name;
+};
+
+enum { UNREAD, READING, READY, NONE };
+
+struct index {
+    const struct sym *syms; /* sorted by address */
+    size_t n;
 };
 
 struct module {
-    uintptr_t lo, hi, bias; /* mapped range of its PT_LOAD segments, load address */
-    uint32_t name;
+    uintptr_t lo, hi, bias;    /* mapped range of its PT_LOAD segments, load address */
+    const char *name, *path;   /* base name shown in reports; file to read ("" for none) */
+    char debug[80];            /* its build-id debug file, or "" */
+    _Atomic int state;
+    _Atomic pid_t reader;      /* the thread reading it (READING) */
+    struct index idx;          /* READY */
 };
 
 struct table {
-    size_t bytes;           /* of the whole mapping */
-    uint32_t nsyms, nmods;
-    struct sym *syms;       /* sorted by address */
-    struct module *mods;
-    char *strings;
+    size_t bytes;              /* of the whole mapping */
+    size_t nmods;
+    struct module mods[MAX_MODULES];
+    char strings[];            /* names and paths */
 };
 
 static _Atomic(struct table *) current;
 static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
 static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The table under construction, on the heap. */
-struct build {
-    struct sym *syms;
-    size_t nsyms, capsyms;
-    struct module *mods;
-    size_t nmods, capmods;
-    char *strings;
-    size_t nstr, capstr;
-    int failed;
-};
 
 /* Free in a child after fork, whatever another thread was doing (core/fork.c). */
 __attribute__((constructor)) static void snapshot_lock_at_fork(void)
@@ -70,121 +82,198 @@ __attribute__((constructor)) static void snapshot_lock_at_fork(void)
     vms__fork_mutex(VMS_FORK_FAULT_SYMBOLS, &snapshot_lock);
 }
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem, int *failed)
-{
-    size_t n = *cap ? *cap : 64;
-    void *q;
+/* ---- reading one module's symbols (async-signal-safe) ---- */
 
-    if (need <= *cap)
-        return p;
-    while (n < need)
-        n *= 2;
-    q = realloc(p, n * elem);
-    if (!q) {
-        *failed = 1;
-        return p;
+static void *map_fresh(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Address order; at one address the largest alias first. */
+static bool before(const struct sym *a, const struct sym *b)
+{
+    if (a->addr != b->addr)
+        return a->addr < b->addr;
+    return a->size > b->size;
+}
+
+static void sift(struct sym *s, size_t root, size_t n)
+{
+    for (size_t child; (child = 2 * root + 1) < n; root = child) {
+        struct sym t;
+
+        if (child + 1 < n && before(&s[child], &s[child + 1]))
+            child++;
+        if (!before(&s[root], &s[child]))
+            return;
+        t = s[root];
+        s[root] = s[child];
+        s[child] = t;
     }
-    *cap = n;
-    return q;
 }
 
-static uint32_t add_string(struct build *b, const char *s)
+static void heapsort_syms(struct sym *s, size_t n)
 {
-    size_t len = strlen(s) + 1;
-    uint32_t at = (uint32_t)b->nstr;
-
-    b->strings = grow(b->strings, &b->capstr, b->nstr + len, 1, &b->failed);
-    if (b->failed)
-        return 0;
-    memcpy(b->strings + b->nstr, s, len);
-    b->nstr += len;
-    return at;
+    for (size_t i = n / 2; i-- > 0;)
+        sift(s, i, n);
+    for (size_t end = n; end-- > 1;) {
+        struct sym t = s[0];
+        s[0] = s[end];
+        s[end] = t;
+        sift(s, 0, end);
+    }
 }
 
-static void add_sym(struct build *b, uintptr_t addr, uintptr_t size, const char *name)
+/* Drops aliases and gives sizeless symbols the gap to the next one. */
+static size_t tidy(struct sym *s, size_t n)
 {
-    b->syms = grow(b->syms, &b->capsyms, b->nsyms + 1, sizeof *b->syms, &b->failed);
-    if (b->failed)
-        return;
-    b->syms[b->nsyms].addr = addr;
-    b->syms[b->nsyms].size = size;
-    b->syms[b->nsyms].name = add_string(b, name);
-    b->nsyms++;
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || s[i].addr != s[k - 1].addr)
+            s[k++] = s[i];
+    for (size_t i = 0; i + 1 < k; i++)
+        if (s[i].size == 0)
+            s[i].size = s[i + 1].addr - s[i].addr;
+    return k;
 }
 
-/* The section to read: .symtab when present (not stripped), else .dynsym. */
-static Elf_Scn *symbol_section(Elf *elf, GElf_Shdr *out)
+static bool in_file(uint64_t off, uint64_t len, size_t size)
 {
-    Elf_Scn *scn = NULL, *dyn = NULL;
-    GElf_Shdr sh, dynsh;
+    return off <= size && len <= size - off;
+}
 
-    while ((scn = elf_nextscn(elf, scn))) {
-        if (!gelf_getshdr(scn, &sh))
+/* The section to read, checked against the file's size: .symtab, else .dynsym. */
+static const Elf64_Shdr *symbol_section(const char *f, size_t size, const Elf64_Ehdr *eh)
+{
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff), *dyn = NULL;
+
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *s = &sh[i], *str;
+        if ((s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM) || s->sh_entsize != sizeof(Elf64_Sym) ||
+            !in_file(s->sh_offset, s->sh_size, size) || s->sh_link >= eh->e_shnum)
             continue;
-        if (sh.sh_type == SHT_SYMTAB) {
-            *out = sh;
-            return scn;
-        }
-        if (sh.sh_type == SHT_DYNSYM) {
-            dyn = scn;
-            dynsh = sh;
-        }
+        str = &sh[s->sh_link];
+        if (str->sh_size == 0 || !in_file(str->sh_offset, str->sh_size, size) ||
+            f[str->sh_offset + str->sh_size - 1] != '\0')
+            continue;
+        if (s->sh_type == SHT_SYMTAB)
+            return s;
+        dyn = s;
     }
-    if (dyn)
-        *out = dynsh;
     return dyn;
 }
 
-static void read_symbols(struct build *b, Elf *elf, uintptr_t bias)
+static bool wanted(const Elf64_Sym *s, size_t strsize)
 {
-    GElf_Shdr sh;
-    Elf_Scn *scn = symbol_section(elf, &sh);
-    Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-    size_t n = data && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-    char plain[512];
+    int type = ELF64_ST_TYPE(s->st_info);
 
-    for (size_t i = 0; i < n && !b->failed; i++) {
-        GElf_Sym s;
-        const char *name;
-        int type;
-
-        if (!gelf_getsym(data, (int)i, &s))
-            continue;
-        type = GELF_ST_TYPE(s.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
-            continue;
-        name = elf_strptr(elf, sh.sh_link, s.st_name);
-        if (name && *name)
-            add_sym(b, bias + s.st_value, s.st_size, vms__demangle(name, plain, sizeof plain));
-    }
+    return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
+           s->st_name != 0 && s->st_name < strsize;
 }
 
-/* Returns how many symbols the file gave. */
-static size_t read_file_symbols(struct build *b, const char *path, uintptr_t bias)
+/* The sorted index of the functions in the ELF image f, loaded at bias. */
+static bool index_image(const char *f, size_t size, uintptr_t bias, struct index *out)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+    const Elf64_Shdr *sh, *str;
+    const Elf64_Sym *syms;
+    size_t nsyms, n = 0, bytes;
+    struct sym *idx;
+
+    if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh, size) ||
+        !(sh = symbol_section(f, size, eh)))
+        return false;
+    str = &((const Elf64_Shdr *)(f + eh->e_shoff))[sh->sh_link];
+    syms = (const Elf64_Sym *)(f + sh->sh_offset);
+    nsyms = sh->sh_size / sizeof *syms;
+    for (size_t i = 0; i < nsyms; i++)
+        n += wanted(&syms[i], str->sh_size);
+    if (n == 0)
+        return false;
+    bytes = n * sizeof *idx;
+    if (!(idx = map_fresh(bytes)))
+        return false;
+    n = 0;
+    for (size_t i = 0; i < nsyms; i++)
+        if (wanted(&syms[i], str->sh_size))
+            idx[n++] = (struct sym){bias + syms[i].st_value, syms[i].st_size, f + str->sh_offset + syms[i].st_name};
+    heapsort_syms(idx, n);
+    n = tidy(idx, n);
+    mprotect(idx, bytes, PROT_READ);
+    out->syms = idx;
+    out->n = n;
+    return true;
+}
+
+/* Maps path whole and indexes it; the mapping stays (the names point into it). */
+static bool index_file(const char *path, uintptr_t bias, struct index *out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t before = b->nsyms;
-    Elf *elf;
+    struct stat sb;
+    void *f = MAP_FAILED;
 
     if (fd < 0)
-        return 0;
-    elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    if (elf) {
-        read_symbols(b, elf, bias);
-        elf_end(elf);
-    }
+        return false;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0)
+        f = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    return b->nsyms - before;
+    if (f == MAP_FAILED)
+        return false;
+    if (index_image(f, (size_t)sb.st_size, bias, out))
+        return true;
+    munmap(f, (size_t)sb.st_size);
+    return false;
+}
+
+static void read_module(struct module *m)
+{
+    struct index idx = {0};
+    bool ok = (m->debug[0] && index_file(m->debug, m->bias, &idx)) || (m->path[0] && index_file(m->path, m->bias, &idx));
+
+    m->idx = idx;
+    atomic_store_explicit(&m->state, ok ? READY : NONE, memory_order_release);
 }
 
 /*
- * The module's separate debug file, found by its build id the way gdb does
- * (/usr/lib/debug/.build-id/xx/yyyy.debug), when one is installed: shared
- * libraries ship stripped to .dynsym, which names none of their internal
- * functions, and the debug file has the full .symtab.
+ * The module's index, read now if nobody has.  Another thread reading it
+ * is waited for (a bounded wait: it makes progress); this thread reading
+ * it already (a signal came in the middle) gets no names.
  */
-static bool debug_file(const struct dl_phdr_info *info, char *path, size_t cap)
+static const struct index *module_index(struct module *m)
 {
+    int st = atomic_load_explicit(&m->state, memory_order_acquire);
+    pid_t me;
+
+    if (st == UNREAD) {
+        me = gettid();
+        if (atomic_compare_exchange_strong_explicit(&m->state, &st, READING, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            atomic_store_explicit(&m->reader, me, memory_order_relaxed);
+            read_module(m);
+            st = atomic_load_explicit(&m->state, memory_order_acquire);
+        }
+    }
+    for (long i = 0; st == READING && i < LOAD_SPINS; i++) {
+        if (atomic_load_explicit(&m->reader, memory_order_relaxed) == gettid())
+            return NULL;
+        sched_yield();
+        st = atomic_load_explicit(&m->state, memory_order_acquire);
+    }
+    return st == READY ? &m->idx : NULL;
+}
+
+/* ---- the module list (outside signal context) ---- */
+
+/* The build-id note of a loaded module, in memory: its debug file's name, if installed. */
+static void debug_file(const struct dl_phdr_info *info, char *path, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef", dir[] = "/usr/lib/debug/.build-id/";
+
+    path[0] = '\0';
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
@@ -195,20 +284,41 @@ static bool debug_file(const struct dl_phdr_info *info, char *path, size_t cap)
             const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
             const char *name = p + sizeof *n;
             const unsigned char *id = (const unsigned char *)name + ((n->n_namesz + 3) & ~3u);
-            size_t len;
+            size_t len = sizeof dir - 1;
 
             if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-                n->n_descsz >= 2 && 2 * n->n_descsz + 64 < cap) {
-                len = (size_t)snprintf(path, cap, "/usr/lib/debug/.build-id/%02x/", id[0]);
-                for (size_t k = 1; k < n->n_descsz; k++)
-                    len += (size_t)snprintf(path + len, cap - len, "%02x", id[k]);
-                snprintf(path + len, cap - len, ".debug");
-                return access(path, R_OK) == 0;
+                n->n_descsz >= 2 && len + 2 * n->n_descsz + 8 < cap) {
+                memcpy(path, dir, len);
+                for (size_t k = 0; k < n->n_descsz; k++) {
+                    path[len++] = hex[id[k] >> 4];
+                    path[len++] = hex[id[k] & 15];
+                    if (k == 0)
+                        path[len++] = '/';
+                }
+                memcpy(path + len, ".debug", 7);
+                return;
             }
             p = (const char *)id + ((n->n_descsz + 3) & ~3u);
         }
     }
-    return false;
+}
+
+struct build {
+    struct table *t, *old;
+    size_t nstr, capstr;
+};
+
+static const char *keep_string(struct build *b, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *at;
+
+    if (len > b->capstr - b->nstr)
+        return "";
+    at = b->t->strings + b->nstr;
+    memcpy(at, s, len);
+    b->nstr += len;
+    return at;
 }
 
 static const char *base_name(const char *path)
@@ -218,15 +328,33 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* The same module in the table before this one, already indexed: its index carries over. */
+static void carry_over(struct build *b, struct module *m)
+{
+    if (!b->old)
+        return;
+    for (size_t i = 0; i < b->old->nmods; i++) {
+        struct module *o = &b->old->mods[i];
+        if (o->lo == m->lo && o->hi == m->hi && o->bias == m->bias && strcmp(o->path, m->path) == 0 &&
+            atomic_load_explicit(&o->state, memory_order_acquire) == READY) {
+            m->idx = o->idx;
+            atomic_store_explicit(&m->state, READY, memory_order_relaxed);
+            return;
+        }
+    }
+}
+
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct build *b = arg;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
-    char exe[4096], dbg[4096];
+    char exe[PATH_BYTES];
     const char *path = info->dlpi_name;
     struct module *m;
 
     (void)size;
+    if (b->t->nmods == MAX_MODULES)
+        return 1;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD)
@@ -238,71 +366,23 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (lo >= hi)
         return 0;
-    if (!path || !*path) { /* the main program */
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = 0;
-        path = exe;
-    }
-    b->mods = grow(b->mods, &b->capmods, b->nmods + 1, sizeof *b->mods, &b->failed);
-    if (b->failed)
-        return 1;
-    m = &b->mods[b->nmods++];
+    m = &b->t->mods[b->t->nmods++];
     m->lo = lo;
     m->hi = hi;
     m->bias = info->dlpi_addr;
-    m->name = add_string(b, *path ? base_name(path) : "?");
-    /* The vDSO has no file: its functions stay unnamed. */
-    if (path[0] == '/' && !(debug_file(info, dbg, sizeof dbg) && read_file_symbols(b, dbg, info->dlpi_addr)))
-        read_file_symbols(b, path, info->dlpi_addr);
-    return b->failed;
-}
-
-static int by_address(const void *x, const void *y)
-{
-    const struct sym *a = x, *b = y;
-
-    if (a->addr != b->addr)
-        return (a->addr > b->addr) - (a->addr < b->addr);
-    return (a->size < b->size) - (a->size > b->size); /* the largest alias first */
-}
-
-/* Sorts, drops aliases, and gives sizeless symbols the gap to the next one. */
-static void finish_symbols(struct build *b)
-{
-    size_t n = 0;
-
-    qsort(b->syms, b->nsyms, sizeof *b->syms, by_address);
-    for (size_t i = 0; i < b->nsyms; i++)
-        if (n == 0 || b->syms[i].addr != b->syms[n - 1].addr)
-            b->syms[n++] = b->syms[i];
-    for (size_t i = 0; i + 1 < n; i++)
-        if (b->syms[i].size == 0)
-            b->syms[i].size = b->syms[i + 1].addr - b->syms[i].addr;
-    b->nsyms = n;
-}
-
-/* Copies the built table into one fresh mapping. */
-static struct table *publishable(const struct build *b)
-{
-    size_t syms = b->nsyms * sizeof(struct sym), mods = b->nmods * sizeof(struct module);
-    size_t bytes = sizeof(struct table) + syms + mods + b->nstr;
-    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    struct table *t;
-
-    if (p == MAP_FAILED)
-        return NULL;
-    t = (struct table *)p;
-    t->bytes = bytes;
-    t->nsyms = (uint32_t)b->nsyms;
-    t->nmods = (uint32_t)b->nmods;
-    t->syms = (struct sym *)(p + sizeof *t);
-    t->mods = (struct module *)(p + sizeof *t + syms);
-    t->strings = p + sizeof *t + syms + mods;
-    memcpy(t->syms, b->syms, syms);
-    memcpy(t->mods, b->mods, mods);
-    memcpy(t->strings, b->strings, b->nstr);
-    mprotect(p, bytes, PROT_READ);
-    return t;
+    if (!path || !*path) { /* the main program: named by its file, read through /proc */
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        m->name = keep_string(b, *exe ? base_name(exe) : "?");
+        m->path = "/proc/self/exe";
+    } else {
+        m->name = keep_string(b, base_name(path));
+        /* The vDSO has no file: its functions stay unnamed. */
+        m->path = path[0] == '/' ? keep_string(b, path) : "";
+    }
+    debug_file(info, m->debug, sizeof m->debug);
+    carry_over(b, m);
+    return 0;
 }
 
 static int count_changes(struct dl_phdr_info *info, size_t size, void *arg)
@@ -318,46 +398,41 @@ static int count_changes(struct dl_phdr_info *info, size_t size, void *arg)
 int vms__symbols_snapshot(void)
 {
     unsigned long long changes[2] = {0, 0};
+    size_t bytes = sizeof(struct table) + (size_t)MAX_MODULES * 256;
     struct build b = {0};
-    struct table *t = NULL;
     int rc = 0;
 
     pthread_mutex_lock(&snapshot_lock);
     dl_iterate_phdr(count_changes, changes);
     if (changes[0] == seen_adds && changes[1] == seen_subs)
         goto out;
-    if (elf_version(EV_CURRENT) == EV_NONE) {
-        rc = -ENOSYS;
-        goto out;
-    }
-    dl_iterate_phdr(add_module, &b);
-    if (!b.failed) {
-        finish_symbols(&b);
-        t = publishable(&b);
-    }
-    if (!t) {
+    if (!(b.t = map_fresh(bytes))) {
         rc = -ENOMEM;
         goto out;
     }
-    atomic_store_explicit(&current, t, memory_order_release);
+    b.t->bytes = bytes;
+    b.capstr = bytes - sizeof(struct table);
+    b.old = atomic_load_explicit(&current, memory_order_relaxed);
+    dl_iterate_phdr(add_module, &b);
+    atomic_store_explicit(&current, b.t, memory_order_release);
+    vms__demangle_find_loaded();
     seen_adds = changes[0];
     seen_subs = changes[1];
 out:
     pthread_mutex_unlock(&snapshot_lock);
-    free(b.syms);
-    free(b.mods);
-    free(b.strings);
     return rc;
 }
 
+/* ---- lookup (async-signal-safe) ---- */
+
 /* The last symbol at or below addr, or -1. */
-static long find_sym(const struct table *t, uintptr_t addr)
+static long find_sym(const struct index *x, uintptr_t addr)
 {
-    long lo = 0, hi = (long)t->nsyms - 1, best = -1;
+    long lo = 0, hi = (long)x->n - 1, best = -1;
 
     while (lo <= hi) {
         long mid = lo + (hi - lo) / 2;
-        if (t->syms[mid].addr <= addr) {
+        if (x->syms[mid].addr <= addr) {
             best = mid;
             lo = mid + 1;
         } else {
@@ -369,22 +444,24 @@ static long find_sym(const struct table *t, uintptr_t addr)
 
 void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r)
 {
-    const struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+    struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+    const struct index *x;
+    struct module *m = NULL;
     long i;
 
     memset(r, 0, sizeof *r);
     if (!t)
         return;
-    for (uint32_t m = 0; m < t->nmods; m++)
-        if (addr >= t->mods[m].lo && addr < t->mods[m].hi) {
-            r->module = t->strings + t->mods[m].name;
-            r->modoff = addr - t->mods[m].bias;
-            break;
-        }
-    i = find_sym(t, addr);
-    if (i >= 0 && addr - t->syms[i].addr < t->syms[i].size) {
-        r->name = t->strings + t->syms[i].name;
-        r->off = addr - t->syms[i].addr;
-        r->size = t->syms[i].size;
-    }
+    for (size_t k = 0; k < t->nmods && !m; k++)
+        if (addr >= t->mods[k].lo && addr < t->mods[k].hi)
+            m = &t->mods[k];
+    if (!m)
+        return;
+    r->module = m->name;
+    r->modoff = addr - m->bias;
+    if (!(x = module_index(m)) || (i = find_sym(x, addr)) < 0 || addr - x->syms[i].addr >= x->syms[i].size)
+        return;
+    r->name = x->syms[i].name;
+    r->off = addr - x->syms[i].addr;
+    r->size = x->syms[i].size;
 }

@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,21 +39,6 @@ static bool is_out_file(int fd)
     return out_known && fstat(fd, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino;
 }
 
-/* A copy of fd at the highest free number below the descriptor limit, or -1. */
-static int dup_high(int fd)
-{
-    struct rlimit rl;
-    int lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
-
-    /* F_DUPFD gives the lowest free number at or above want: from the top down, the first success. */
-    for (int want = lim - 1; want >= 3 && want >= lim - 64; want--) {
-        int got = fcntl(fd, F_DUPFD_CLOEXEC, want);
-        if (got >= 0)
-            return got;
-    }
-    return -1;
-}
-
 void vms__out_init(void)
 {
     struct stat sb;
@@ -65,7 +49,7 @@ void vms__out_init(void)
     out_dev = sb.st_dev;
     out_ino = sb.st_ino;
     out_known = true;
-    out_fd = dup_high(2);
+    out_fd = vms__os_dup_high(2);
 }
 
 /* The descriptor to write to now, or -1. */

@@ -17,6 +17,7 @@
  */
 #include "fault/fault.h"
 #include "preload/preload.h"
+#include "core/demangle.h"
 #include "core/json.h"
 #include "trace/trace.h"
 
@@ -299,6 +300,7 @@ static void symbolize(const struct row *r, char *buf, size_t n)
 {
     struct vms_symres s;
     Dl_info di;
+    char cxx[512];
 
     if (r->is_main) {
         snprintf(buf, n, "main");
@@ -306,7 +308,7 @@ static void symbolize(const struct row *r, char *buf, size_t n)
     }
     vms__symbols_lookup((uintptr_t)r->start, &s);
     if (s.name && s.off == 0)
-        snprintf(buf, n, "%s", s.name);
+        snprintf(buf, n, "%s", vms__demangle(s.name, cxx, sizeof cxx));
     else if (dladdr(r->start, &di) && di.dli_sname && di.dli_saddr == r->start)
         snprintf(buf, n, "%s", di.dli_sname);
     else if (s.module)
