@@ -24,6 +24,12 @@ int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv); /* tools/trace.c */
 int cmd_checkstack(int argc, char **argv);
 
+/*
+ * A companion file of the tool (libdir.c): next to the binary, else in its
+ * install directory (VMS_PRELOAD_REL from the binary).  The path in out.
+ */
+bool cmd_find_lib(const char *name, char *out, size_t n);
+
 /* Prints "vmstack SUB: reason (see 'vmstack SUB --help')" and returns CMD_USAGE. */
 int cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

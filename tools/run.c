@@ -329,23 +329,6 @@ static const char *program_problem(const char *path, int depth)
 
 /* ---- the environment of the program ---- */
 
-static bool find_preload(char *out, size_t n)
-{
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *slash;
-
-    if (len <= 0)
-        return false;
-    exe[len] = '\0';
-    if (!(slash = strrchr(exe, '/')))
-        return false;
-    *slash = '\0';
-    if ((size_t)snprintf(out, n, "%s/" PRELOAD_NAME, exe) < n && access(out, R_OK) == 0)
-        return true;
-    return (size_t)snprintf(out, n, "%s/" VMS_PRELOAD_REL "/" PRELOAD_NAME, exe) < n && access(out, R_OK) == 0;
-}
-
 static int set_env(const struct run_args *a, const char *preload, const char *output)
 {
     const char *old = getenv("LD_PRELOAD");
@@ -396,7 +379,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
         return CMD_FAIL;
     }
-    if (!find_preload(preload, sizeof preload)) {
+    if (!cmd_find_lib(PRELOAD_NAME, preload, sizeof preload)) {
         fprintf(stderr, "vmstack run: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
                         "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n");
         return CMD_FAIL;

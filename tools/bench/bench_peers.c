@@ -7,6 +7,10 @@
  * jump_fcontext ping-pong against vms_yield ping-pong.  Boost's side is
  * built -O2 -DNDEBUG in peers_boost.cpp; without Boost.Context the
  * benchmark says so and adds no keys.
+ *
+ * Boost's side is a module of its own (vmstack-peers.so), opened here:
+ * linked into the tool, Boost and the C++ runtime would be loaded by every
+ * 'vmstack run', for a benchmark.
  */
 #include "bench.h"
 #include "vmstack.h"
@@ -18,6 +22,29 @@
 
 #ifdef VMS_HAVE_BOOST_CONTEXT
 #include "bench/peers_boost.h"
+#include "cmd.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+
+#define PEERS_MODULE "vmstack-peers.so"
+
+static double (*boost_spawn)(enum peers_boost_stack kind, long iters);
+static double (*boost_switch)(long iters);
+
+static const char *open_module(void)
+{
+    char path[PATH_MAX];
+    void *m;
+
+    if (!cmd_find_lib(PEERS_MODULE, path, sizeof path))
+        return "is neither next to the vmstack binary nor in its install directory";
+    if (!(m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        return dlerror();
+    boost_spawn = (double (*)(enum peers_boost_stack, long))dlsym(m, "peers_boost_spawn");
+    boost_switch = (double (*)(long))dlsym(m, "peers_boost_switch");
+    return boost_spawn && boost_switch ? NULL : "lacks peers_boost_spawn or peers_boost_switch";
+}
 
 static void *body(void *arg)
 {
@@ -43,7 +70,7 @@ static double run_vmstack_spawn(void *arg, long iters)
 
 static double run_boost_spawn(void *arg, long iters)
 {
-    return peers_boost_spawn((enum peers_boost_stack)(intptr_t)arg, iters);
+    return boost_spawn((enum peers_boost_stack)(intptr_t)arg, iters);
 }
 
 static void *yielder(void *arg)
@@ -75,7 +102,7 @@ static double run_vmstack_yield(void *arg, long iters)
 static double run_boost_switch(void *arg, long iters)
 {
     (void)arg;
-    return peers_boost_switch(iters);
+    return boost_switch(iters);
 }
 
 /* {"key": {"name": ns, ...}} inside "peers", and bars of the peers plot. */
@@ -104,6 +131,12 @@ int bench_peers(void)
         { .name = "boost_fcontext", .run = run_boost_switch },
         { .name = "vmstack_yield", .run = run_vmstack_yield },
     };
+    const char *why = open_module();
+
+    if (why) {
+        bench_title("peers: skipped, " PEERS_MODULE " %s: reinstall vmstack", why);
+        return 0;
+    }
 
     bench_compare(sp, 4, 15, 200000);
     bench_compare(sw, 2, 15, 2000000);

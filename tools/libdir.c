@@ -1,0 +1,28 @@
+/*
+ * The tool's companion files (the preload library, the Boost peers
+ * module): next to the vmstack binary in a build tree, else in the
+ * directory cmake/install.cmake installs them to, found relative to the
+ * binary (VMS_PRELOAD_REL) so that an installed tree can move.
+ */
+#include "cmd.h"
+
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+bool cmd_find_lib(const char *name, char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash;
+
+    if (len <= 0)
+        return false;
+    exe[len] = '\0';
+    if (!(slash = strrchr(exe, '/')))
+        return false;
+    *slash = '\0';
+    if ((size_t)snprintf(out, n, "%s/%s", exe, name) < n && access(out, R_OK) == 0)
+        return true;
+    return (size_t)snprintf(out, n, "%s/" VMS_PRELOAD_REL "/%s", exe, name) < n && access(out, R_OK) == 0;
+}
