@@ -41,12 +41,18 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/*
+ * Debug files are looked up locally, by build id
+ * (dwfl_build_id_find_debuginfo): the standard lookup falls back to the
+ * debuginfod client, which loads some thirty libraries (curl, TLS,
+ * Kerberos...) into the traced program at exit and may go to the network.
+ */
 static Dwfl *open_dwfl(void)
 {
     static char *debuginfo_path;
     static const Dwfl_Callbacks cb = {
         .find_elf = dwfl_linux_proc_find_elf,
-        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .find_debuginfo = dwfl_build_id_find_debuginfo,
         .debuginfo_path = &debuginfo_path,
     };
     Dwfl *d = dwfl_begin(&cb);
