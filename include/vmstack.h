@@ -558,7 +558,9 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * vms_stack_set_name or given an overflow handler) or "a stack without a
  * task, on thread 'NAME' (tid N)", followed
  * by ", start routine function+0xOFF/0xSIZE [module]" when known.  C++
- * names are shown demangled.  A frame
+ * names are shown demangled where the report can prove that the
+ * interrupted code holds no allocator lock (the demangler allocates), else
+ * as stored ("_Z...").  A frame
  * in no known function reads "?? [module+0xOFF]".  Repeated frames (deep
  * recursion) are folded; the first 24 and last 8 runs of frames are shown.
  * A wild access reads instead:

@@ -20,8 +20,9 @@
 #include "core/sanitizer.h"
 #include "trace/trace.h"
 
+#include "trace/dw.h"
+
 #include <dwarf.h>
-#include <elfutils/libdwfl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -274,16 +275,19 @@ static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, 
     return -1;
 }
 
+/* The callbacks outlive the session (libdwfl keeps a pointer); filled once libdw is open. */
 static Dwfl *open_dwfl(void)
 {
-    static const Dwfl_Callbacks cb = {
-        .find_elf = dwfl_linux_proc_find_elf,
-        .find_debuginfo = no_debuginfo,
-    };
-    Dwfl *d = dwfl_begin(&cb);
+    static Dwfl_Callbacks cb = {.find_debuginfo = no_debuginfo};
+    Dwfl *d;
 
-    if (d && (dwfl_linux_proc_report(d, getpid()) || dwfl_report_end(d, NULL, NULL))) {
-        dwfl_end(d);
+    if (!vms__dw_open())
+        return NULL;
+    cb.find_elf = DW(dwfl_linux_proc_find_elf);
+    d = DW(dwfl_begin)(&cb);
+
+    if (d && (vms__dw_report_loaded(d) || DW(dwfl_report_end)(d, NULL, NULL))) {
+        DW(dwfl_end)(d);
         d = NULL;
     }
     return d;
@@ -300,7 +304,7 @@ struct rule {
 
 static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
 {
-    Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, pc) : NULL;
+    Dwfl_Module *m = dwfl ? DW(dwfl_addrmodule)(dwfl, pc) : NULL;
     Dwarf_Op mem[3], *ops;
     Dwarf_Frame *fr = NULL;
     Dwarf_CFI *cfi;
@@ -311,16 +315,16 @@ static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
     if (!m && !*refreshed && dwfl) {
         /* Loaded after the first look: report the modules again. */
         *refreshed = true;
-        dwfl_report_begin_add(dwfl);
-        if (dwfl_linux_proc_report(dwfl, getpid()) == 0 && dwfl_report_end(dwfl, NULL, NULL) == 0)
-            m = dwfl_addrmodule(dwfl, pc);
+        DW(dwfl_report_begin_add)(dwfl);
+        if (vms__dw_report_loaded(dwfl) == 0 && DW(dwfl_report_end)(dwfl, NULL, NULL) == 0)
+            m = DW(dwfl_addrmodule)(dwfl, pc);
     }
     if (!m)
         return false;
-    if ((!(cfi = dwfl_module_eh_cfi(m, &bias)) || dwarf_cfi_addrframe(cfi, pc - bias, &fr)) &&
-        (!(cfi = dwfl_module_dwarf_cfi(m, &bias)) || dwarf_cfi_addrframe(cfi, pc - bias, &fr)))
+    if ((!(cfi = DW(dwfl_module_eh_cfi)(m, &bias)) || DW(dwarf_cfi_addrframe)(cfi, pc - bias, &fr)) &&
+        (!(cfi = DW(dwfl_module_dwarf_cfi)(m, &bias)) || DW(dwarf_cfi_addrframe)(cfi, pc - bias, &fr)))
         return false;
-    if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
+    if (DW(dwarf_frame_cfa)(fr, &ops, &nops) == 0 && nops == 1) {
         /* libdw gives "register + offset" as DW_OP_bregx, or as DW_OP_bregN. */
         if (ops[0].atom == DW_OP_bregx) {
             r->cfa_reg = (int)ops[0].number;
@@ -333,9 +337,9 @@ static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
         }
         ok = r->cfa_reg == DW_RSP || r->cfa_reg == DW_RBP;
     }
-    r->outermost = dwarf_frame_register(fr, DW_RA, mem, &ops, &nops) == 0 && nops == 0 && ops == mem;
+    r->outermost = DW(dwarf_frame_register)(fr, DW_RA, mem, &ops, &nops) == 0 && nops == 0 && ops == mem;
     r->rbp = RBP_LOST;
-    if (dwarf_frame_register(fr, DW_RBP, mem, &ops, &nops) == 0) {
+    if (DW(dwarf_frame_register)(fr, DW_RBP, mem, &ops, &nops) == 0) {
         if (nops == 0 && !ops)
             r->rbp = RBP_SAME;
         else if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
@@ -392,15 +396,15 @@ static uintptr_t fp_prologue_frame(uintptr_t entry)
  */
 static uintptr_t frame_of(uintptr_t addr)
 {
-    Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+    Dwfl_Module *m = dwfl ? DW(dwfl_addrmodule)(dwfl, addr) : NULL;
     uintptr_t entry, end, max = 0;
     GElf_Off off;
     GElf_Sym sym;
     Dwarf_CFI *cfi;
     Dwarf_Addr bias;
 
-    if (!m || !dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL) || !sym.st_size ||
-        !((cfi = dwfl_module_eh_cfi(m, &bias)) || (cfi = dwfl_module_dwarf_cfi(m, &bias))))
+    if (!m || !DW(dwfl_module_addrinfo)(m, addr, &off, &sym, NULL, NULL, NULL) || !sym.st_size ||
+        !((cfi = DW(dwfl_module_eh_cfi)(m, &bias)) || (cfi = DW(dwfl_module_dwarf_cfi)(m, &bias))))
         return 0;
     entry = addr - off;
     end = entry + sym.st_size;
@@ -412,10 +416,10 @@ static uintptr_t frame_of(uintptr_t addr)
         int reg = -1;
         int64_t o = 0;
 
-        if (dwarf_cfi_addrframe(cfi, a - bias, &fr))
+        if (DW(dwarf_cfi_addrframe)(cfi, a - bias, &fr))
             break;
-        dwarf_frame_info(fr, &start, &stop, NULL);
-        if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
+        DW(dwarf_frame_info)(fr, &start, &stop, NULL);
+        if (DW(dwarf_frame_cfa)(fr, &ops, &nops) == 0 && nops == 1) {
             if (ops[0].atom == DW_OP_bregx)
                 reg = (int)ops[0].number, o = (int64_t)ops[0].number2;
             else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31)

@@ -25,10 +25,9 @@
 #include "core/demangle.h"
 #include "core/json.h"
 #include "fault/fault.h"
+#include "trace/dw.h"
 #include "trace/trace.h"
 
-#include <elfutils/libdwfl.h>
-#include <gelf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,15 +49,17 @@ static const char *base_name(const char *path)
 static Dwfl *open_dwfl(void)
 {
     static char *debuginfo_path;
-    static const Dwfl_Callbacks cb = {
-        .find_elf = dwfl_linux_proc_find_elf,
-        .find_debuginfo = dwfl_build_id_find_debuginfo,
-        .debuginfo_path = &debuginfo_path,
-    };
-    Dwfl *d = dwfl_begin(&cb);
+    static Dwfl_Callbacks cb = {.debuginfo_path = &debuginfo_path}; /* libdwfl keeps a pointer to it */
+    Dwfl *d;
 
-    if (d && (dwfl_linux_proc_report(d, getpid()) || dwfl_report_end(d, NULL, NULL))) {
-        dwfl_end(d);
+    if (!vms__dw_open())
+        return NULL;
+    cb.find_elf = DW(dwfl_linux_proc_find_elf);
+    cb.find_debuginfo = DW(dwfl_build_id_find_debuginfo);
+    d = DW(dwfl_begin)(&cb);
+
+    if (d && (vms__dw_report_loaded(d) || DW(dwfl_report_end)(d, NULL, NULL))) {
+        DW(dwfl_end)(d);
         d = NULL;
     }
     return d;
@@ -74,14 +75,14 @@ static bool own_lines(Dwfl_Module *m)
     size_t shstrndx;
     Elf_Scn *scn = NULL;
 
-    dwfl_module_info(m, &cache, NULL, NULL, NULL, NULL, NULL, NULL);
+    DW(dwfl_module_info)(m, &cache, NULL, NULL, NULL, NULL, NULL, NULL);
     if (*cache)
         return *cache == &yes;
     *cache = &no;
-    if ((e = dwfl_module_getelf(m, &bias)) && elf_getshdrstrndx(e, &shstrndx) == 0)
-        while ((scn = elf_nextscn(e, scn))) {
+    if ((e = DW(dwfl_module_getelf)(m, &bias)) && DW(elf_getshdrstrndx)(e, &shstrndx) == 0)
+        while ((scn = DW(elf_nextscn)(e, scn))) {
             GElf_Shdr sh;
-            const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
+            const char *name = DW(gelf_getshdr)(scn, &sh) ? DW(elf_strptr)(e, shstrndx, sh.sh_name) : NULL;
             if (name && !strcmp(name, ".debug_line") && sh.sh_type != SHT_NOBITS)
                 *cache = &yes;
         }
@@ -114,7 +115,7 @@ struct place {
 static void place_of(Dwfl *d, uintptr_t ip, bool ret, struct place *p)
 {
     uintptr_t at = ip - ret;
-    Dwfl_Module *m = d && ip ? dwfl_addrmodule(d, at) : NULL;
+    Dwfl_Module *m = d && ip ? DW(dwfl_addrmodule)(d, at) : NULL;
     const char *name = NULL, *mod = NULL, *file;
     GElf_Off off = 0;
     GElf_Sym sym = {0};
@@ -124,8 +125,8 @@ static void place_of(Dwfl *d, uintptr_t ip, bool ret, struct place *p)
     if (!ip)
         return;
     if (m) {
-        name = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
-        mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+        name = DW(dwfl_module_addrinfo)(m, at, &off, &sym, NULL, NULL, NULL);
+        mod = DW(dwfl_module_info)(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     }
     if (!name) {
         struct vms_symres s;
@@ -142,8 +143,8 @@ static void place_of(Dwfl *d, uintptr_t ip, bool ret, struct place *p)
         p->size = (unsigned long)sym.st_size;
     }
     p->module = mod ? base_name(mod) : NULL;
-    if (m && want_lines(m) && (line = dwfl_module_getsrc(m, at)) &&
-        (file = dwfl_lineinfo(line, NULL, &p->line, NULL, NULL, NULL)))
+    if (m && want_lines(m) && (line = DW(dwfl_module_getsrc)(m, at)) &&
+        (file = DW(dwfl_lineinfo)(line, NULL, &p->line, NULL, NULL, NULL)))
         p->file = base_name(file);
 }
 
@@ -249,8 +250,8 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
 /* The name of the function at addr; else "module+0xoffset", or the address. */
 static void function_name(struct symbolizer *z, uintptr_t addr, char *buf, size_t n)
 {
-    Dwfl_Module *m = z->d ? dwfl_addrmodule(z->d, addr) : NULL;
-    const char *name = m ? dwfl_module_addrname(m, addr) : NULL;
+    Dwfl_Module *m = z->d ? DW(dwfl_addrmodule)(z->d, addr) : NULL;
+    const char *name = m ? DW(dwfl_module_addrname)(m, addr) : NULL;
     struct vms_symres s;
     char cxx[512];
 
@@ -349,7 +350,7 @@ void vms__trace_format(FILE *f, const char *why)
                 quiet, quiet == 1 ? "task" : "tasks", quiet == 1 ? "its" : "their", quiet == 1 ? "it" : "they");
     put_warnings(f, z);
     if (z->d)
-        dwfl_end(z->d);
+        DW(dwfl_end)(z->d);
     for (size_t i = 0; i < CACHE_SLOTS; i++)
         free(z->cache[i].text);
     free(z);
@@ -486,7 +487,7 @@ void vms__trace_json(struct vms_json *j, const char *why)
     vms__json_arr_end(j);
     vms__json_obj_end(j);
     if (d)
-        dwfl_end(d);
+        DW(dwfl_end)(d);
     free(w);
     vms__trace_free(c, n);
 }
