@@ -1,7 +1,7 @@
 /*
  * Interfaces between the parts of the overflow handler: fault.c
  * (handlers, classification, policies), report.c (the report), symbols.c
- * (the symbol snapshot), registry.c (stacks vmstack did not allocate).
+ * (symbols, read lazily), registry.c (stacks vmstack did not allocate).
  * Everything here marked async-signal-safe is called from the handler.
  */
 #ifndef VMS_FAULT_H
@@ -102,9 +102,12 @@ struct vms_symres {
     const char *module;  /* file name of the module, NULL when in no module */
     uintptr_t modoff;    /* offset from the module's load address */
 };
-/* Builds or refreshes the snapshot; never from a signal handler.  0 or -errno. */
+/* [lo, hi): what a loaded module's PT_LOAD segments span; false for none. */
+struct dl_phdr_info;
+bool vms__module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
+/* Lists the loaded modules again if any came or went; never from a signal handler.  0 or -errno. */
 int vms__symbols_snapshot(void);
-/* Async-signal-safe lookup in the snapshot. */
+/* Async-signal-safe lookup; reads a module's symbols the first time. */
 void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r);
 
 /* ---- unwindfd.c ---- */

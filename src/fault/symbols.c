@@ -344,10 +344,26 @@ static void carry_over(struct build *b, struct module *m)
     }
 }
 
+bool vms__module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = UINTPTR_MAX;
+    *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        if (info->dlpi_addr + ph->p_vaddr < *lo)
+            *lo = info->dlpi_addr + ph->p_vaddr;
+        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > *hi)
+            *hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    return *lo < *hi;
+}
+
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct build *b = arg;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    uintptr_t lo, hi;
     char exe[PATH_BYTES];
     const char *path = info->dlpi_name;
     struct module *m;
@@ -355,16 +371,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     if (b->t->nmods == MAX_MODULES)
         return 1;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        if (info->dlpi_addr + ph->p_vaddr < lo)
-            lo = info->dlpi_addr + ph->p_vaddr;
-        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
-            hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-    }
-    if (lo >= hi)
+    if (!vms__module_range(info, &lo, &hi))
         return 0;
     m = &b->t->mods[b->t->nmods++];
     m->lo = lo;

@@ -4,6 +4,7 @@
  * dependencies too.
  */
 #include "trace/dw.h"
+#include "fault/fault.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -40,25 +41,18 @@ static int report_one(struct dl_phdr_info *info, size_t size, void *arg)
     Dwfl *d = arg;
     const char *name = info->dlpi_name;
     char exe[PATH_MAX];
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    uintptr_t lo, hi;
 
     (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        if (info->dlpi_addr + ph->p_vaddr < lo)
-            lo = info->dlpi_addr + ph->p_vaddr;
-        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
-            hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-    }
+    if (!vms__module_range(info, &lo, &hi))
+        return 0;
     if (!name || !*name) { /* the main program */
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         name = exe;
     }
     /* The vDSO has no file to read. */
-    if (name[0] != '/' || lo >= hi)
+    if (name[0] != '/')
         return 0;
     return DW(dwfl_report_module)(d, name, lo, hi) ? 0 : -1;
 }
