@@ -76,10 +76,26 @@ static _Atomic(struct table *) current;
 static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
 static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Free in a child after fork, whatever another thread was doing (core/fork.c). */
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&snapshot_lock);
+}
+
+static void unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&snapshot_lock);
+}
+
+static void reset_in_child(void);
+
+/*
+ * Free in a child after fork, whatever another thread was doing
+ * (core/fork.c); and a module another thread was reading when it forked
+ * is read anew in the child, which has no such thread to wait for.
+ */
 __attribute__((constructor)) static void snapshot_lock_at_fork(void)
 {
-    vms__fork_mutex(VMS_FORK_FAULT_SYMBOLS, &snapshot_lock);
+    vms__fork_hook(VMS_FORK_FAULT_SYMBOLS, lock_for_fork, unlock_after_fork, reset_in_child);
 }
 
 /* ---- reading one module's symbols (async-signal-safe) ---- */
@@ -264,6 +280,17 @@ static const struct index *module_index(struct module *m)
         st = atomic_load_explicit(&m->state, memory_order_acquire);
     }
     return st == READY ? &m->idx : NULL;
+}
+
+static void reset_in_child(void)
+{
+    struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+    int reading = READING;
+
+    for (size_t k = 0; t && k < t->nmods; k++, reading = READING)
+        atomic_compare_exchange_strong_explicit(&t->mods[k].state, &reading, UNREAD, memory_order_relaxed,
+                                                memory_order_relaxed);
+    pthread_mutex_unlock(&snapshot_lock);
 }
 
 /* ---- the module list (outside signal context) ---- */
