@@ -432,6 +432,9 @@ static struct timespec *idle_timeout(struct waiter *w, struct timespec *ts)
     return ts;
 }
 
+/* epoll_pwait2 answered ENOSYS once: epoll_wait from then on. */
+static _Atomic bool no_pwait2;
+
 bool vms__wait_idle(void)
 {
     struct waiter *w = me;
@@ -452,9 +455,12 @@ bool vms__wait_idle(void)
             w->port->sleeping = true;
         pthread_mutex_unlock(&w->port->lock);
     }
-    n = epoll_pwait2(w->epfd, w->ev, MAX_EVENTS, tmo, NULL);
-    if (n < 0 && errno == ENOSYS)
+    n = no_pwait2 ? -1 : epoll_pwait2(w->epfd, w->ev, MAX_EVENTS, tmo, NULL);
+    if (no_pwait2 || (n < 0 && errno == ENOSYS)) {
+        /* Kernels before 5.11, and valgrind: millisecond timeouts; asked once. */
+        no_pwait2 = true;
         n = epoll_wait(w->epfd, w->ev, MAX_EVENTS, tmo ? (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000) : -1);
+    }
     for (int i = 0; i < n; i++) {
         if (w->ev[i].data.u64 == PORT_TAG) {
             uint64_t v;
