@@ -594,8 +594,9 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
  * blocked, which the kernel ends at once, the report cut short.  Without
  * the cache it parses with the handler's mask, and such a fault comes
  * back to the nested-fault jump: "(unwinding failed)", then the policy.
- * The price is a lookup of every frame's CFI (about 2 us a frame of a
- * trace), also for the program's own use of libunwind, if any.
+ * The price is a lookup of every frame's CFI, about 1 us more for each
+ * frame walked (an overflow 8,000 frames deep: 45 ms of CPU instead of
+ * 27), also for the program's own use of libunwind, if any.
  */
 static void warm_unwinder(void)
 {
