@@ -125,16 +125,17 @@ m4)
     ;;
 python_faulthandler)
     # Python's faulthandler (-X faulthandler) on a real C-stack overflow (repr of a list nested
-    # 10**6 deep): vmstack's report comes first, then faulthandler's own traceback, and the exit
-    # status is the one without vmstack.  On the main thread, and on a threading.Thread, where
-    # plain Python has no alternate stack for its handler and dies without a word.
+    # 300,000 deep, 2 MiB stacks): vmstack's report comes first, then faulthandler's own
+    # traceback, and the exit status is the one without vmstack.  On the main thread, and on a
+    # threading.Thread, where plain Python has no alternate stack for its handler and dies
+    # without a word.
     command -v python3 > /dev/null || skip "python3 not installed"
     cat > "$tmp/deep.py" <<'EOF2'
 import sys, threading
 sys.setrecursionlimit(10**6)
 def deep():
     l = []
-    for _ in range(10**6):
+    for _ in range(3 * 10**5):
         l = [l]
     repr(l)
 if sys.argv[1] == "thread":
@@ -146,10 +147,10 @@ else:
 EOF2
     bug='^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]* (stack is 0x[0-9a-f]*\.\.0x[0-9a-f]*)$'
     for where in main thread; do
-        (ulimit -s 8192; python3 -X faulthandler "$tmp/deep.py" $where) > /dev/null 2> "$tmp/plain"; rc_plain=$?
+        (ulimit -s 2048; python3 -X faulthandler "$tmp/deep.py" $where) > /dev/null 2> "$tmp/plain"; rc_plain=$?
         [ "$rc_plain" = 139 ] || skip "python3 $where: exit $rc_plain without vmstack, not a SIGSEGV: $(cat "$tmp/plain")"
         echo "python3 $where without vmstack: exit $rc_plain, $(grep -c . "$tmp/plain") lines on stderr"
-        (ulimit -s 8192; "$vmstack" run -- python3 -X faulthandler "$tmp/deep.py" $where) > /dev/null 2> "$tmp/err"
+        (ulimit -s 2048; "$vmstack" run -- python3 -X faulthandler "$tmp/deep.py" $where) > /dev/null 2> "$tmp/err"
         rc=$?
         [ "$rc" = "$rc_plain" ] || fail "$where: exit $rc under vmstack run, $rc_plain without: $(head -c 2000 "$tmp/err")"
         [ "$(grep -c "$bug" "$tmp/err")" = 1 ] || fail "$where: no report: $(head -c 2000 "$tmp/err")"
