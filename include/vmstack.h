@@ -538,6 +538,10 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * one reported (and killed); the bracketed line names the other stack.
  * "(unwinding failed)": a fault inside the unwinder (corrupt call-frame
  * information) ended the trace there; the report and the policy go on.
+ * (For that, installing the handler sets libunwind's local address space
+ * to UNW_CACHE_NONE: libunwind parses call-frame information with every
+ * signal blocked while it holds its cache's lock, and a fault there would
+ * end the process at once.  A program's own libunwind use goes uncached.)
  * A kill never hangs the process: KILL is carried out only when no frame
  * of the faulting chain, up to the fiber's start routine, lies in libc,
  * the dynamic loader or vmstack (libc's lock-free mem* and str* aside),

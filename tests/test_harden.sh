@@ -131,6 +131,57 @@ m4)
     grep -q '^vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "no report: $(cat "$tmp/err")"
     grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/err" || fail "last line: $(cat "$tmp/err")"
     ;;
+python_faulthandler)
+    # Python's faulthandler (-X faulthandler) on a real C-stack overflow (repr of a list nested
+    # 300,000 deep, 2 MiB stacks): vmstack's report comes first, then faulthandler's own
+    # traceback, and the exit status is the one without vmstack.  On the main thread, and on a
+    # threading.Thread, where plain Python has no alternate stack for its handler and dies
+    # without a word.
+    command -v python3 > /dev/null || skip "python3 not installed"
+    cat > "$tmp/deep.py" <<'EOF2'
+import sys, threading
+sys.setrecursionlimit(10**6)
+def deep():
+    l = []
+    for _ in range(3 * 10**5):
+        l = [l]
+    repr(l)
+if sys.argv[1] == "thread":
+    t = threading.Thread(target=deep)
+    t.start()
+    t.join()
+else:
+    deep()
+EOF2
+    bug='^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]* (stack is 0x[0-9a-f]*\.\.0x[0-9a-f]*)$'
+    for where in main thread; do
+        (ulimit -s 2048; python3 -X faulthandler "$tmp/deep.py" $where) > /dev/null 2> "$tmp/plain"; rc_plain=$?
+        [ "$rc_plain" = 139 ] || skip "python3 $where: exit $rc_plain without vmstack, not a SIGSEGV: $(cat "$tmp/plain")"
+        echo "python3 $where without vmstack: exit $rc_plain, $(grep -c . "$tmp/plain") lines on stderr"
+        (ulimit -s 2048; "$vmstack" run -- python3 -X faulthandler "$tmp/deep.py" $where) > /dev/null 2> "$tmp/err"
+        rc=$?
+        [ "$rc" = "$rc_plain" ] || fail "$where: exit $rc under vmstack run, $rc_plain without: $(head -c 2000 "$tmp/err")"
+        [ "$(grep -c "$bug" "$tmp/err")" = 1 ] || fail "$where: no report: $(head -c 2000 "$tmp/err")"
+        task="^vmstack: thread 'python3' (tid [0-9]*)$" outer="^  File \"$tmp/deep.py\", line 13 in <module>$"
+        if [ $where = thread ]; then
+            task="^vmstack: thread 'python3' (tid [0-9]*), start routine .*$"
+            outer="^  File \".*threading.py\", line [0-9]* in _bootstrap$"
+        fi
+        # The report's lines, then faulthandler's, in this order.
+        grep -v '^vmstack:  ' "$tmp/err" | grep -A 100 "$bug" > "$tmp/seq"
+        sed -n 2p "$tmp/seq" | grep -q "$task" || fail "$where: task line: $(cat "$tmp/seq")"
+        sed -n 5p "$tmp/seq" | grep -qx 'vmstack: Call Trace:' || fail "$where: no trace: $(cat "$tmp/seq")"
+        sed -n 6p "$tmp/seq" | grep -qx "vmstack: passing SIGSEGV to the program's own handler" ||
+            fail "$where: last line of the report: $(cat "$tmp/seq")"
+        sed -n 7p "$tmp/seq" | grep -qx 'Fatal Python error: Segmentation fault' ||
+            fail "$where: faulthandler's first line: $(cat "$tmp/seq")"
+        sed -n 9p "$tmp/seq" | grep -q '^Current thread 0x[0-9a-f]* (most recent call first):$' ||
+            fail "$where: faulthandler's traceback: $(cat "$tmp/seq")"
+        sed -n '10,/^$/p' "$tmp/seq" > "$tmp/frames"
+        grep -q "^  File \"$tmp/deep.py\", line 7 in deep$" "$tmp/frames" && grep -q "$outer" "$tmp/frames" ||
+            fail "$where: the Python frames: $(cat "$tmp/seq")"
+    done
+    ;;
 output)
     # --output FILE: a planted symlink at the old predictable temporary name changes nothing ...
     echo victim > "$tmp/victim"
