@@ -84,6 +84,7 @@
 #define PREFAULT_BYTES (4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
 #define WINDOW_MIN ((size_t)64 << 10) /* a stack with a smaller guard (glibc's 4 KiB) still gets this window */
 #define SIGFRAME_ROOM ((uintptr_t)16 << 10) /* a signal frame with AVX-512 state, and the red zone */
+#define NEW_FRAMES 256         /* frames unwound before the shared part is found (see record) */
 
 enum { FREE = 0, BUSY, LIVE };
 
@@ -99,6 +100,14 @@ struct task {
     struct vms_task who;
     struct vms_trace_frame *buf; /* the deepest chain; cap entries, mmap'd */
     size_t cap;
+    /*
+     * The handler's scratch for the frames a fault unwinds before they meet
+     * the last chain: NEW_FRAMES entries after buf's, in the same mapping.
+     * On the handler's stack it would make record's frame larger than the
+     * 4 KiB every function on the fault path keeps to; only the thread that
+     * runs the task unwinds it, so one per task is enough.
+     */
+    struct vms_trace_frame *seen;
     _Atomic unsigned seq;        /* odd while buf is written */
     uint32_t n;
     uint64_t faults;
@@ -225,7 +234,6 @@ static bool in_window(const struct task *t, uintptr_t top, uintptr_t addr)
  * O(new frames) unwinding plus O(depth) memory reads, not O(depth) steps
  * of the DWARF unwinder.
  */
-#define NEW_FRAMES 256 /* frames unwound before the shared part is found, on the altstack */
 
 /* Seqlock writer: the acquire half keeps the chain's stores after the odd count. */
 static void write_begin(struct task *t)
@@ -299,7 +307,7 @@ static uint32_t record_all(struct task *t, struct walk *w, const struct vms_trac
  */
 static uint32_t record(struct task *t, ucontext_t *uc)
 {
-    struct vms_trace_frame seen[NEW_FRAMES];
+    struct vms_trace_frame *seen = t->seen;
     struct walk w = {.hi = t->hi, .first = true};
     uint32_t k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
@@ -639,12 +647,12 @@ static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct 
     frames = (size_t)(hi - lo) / sizeof(void *);
     if (frames > MAX_FRAMES)
         frames = MAX_FRAMES;
-    if (!(buf = vms__os_alloc(frames * sizeof *t->buf))) {
+    if (!(buf = vms__os_alloc((frames + NEW_FRAMES) * sizeof *t->buf))) {
         atomic_store_explicit(&t->state, FREE, memory_order_release);
         return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
     }
     *t = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
-                       .who = *who, .buf = buf, .cap = frames};
+                       .who = *who, .buf = buf, .cap = frames, .seen = (struct vms_trace_frame *)buf + frames};
     *out = t;
     return 0;
 }
@@ -820,7 +828,7 @@ static void task_close(struct task *t, uintptr_t sp)
     }
     else
         atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
-    munmap(t->buf, t->cap * sizeof *t->buf);
+    munmap(t->buf, (t->cap + NEW_FRAMES) * sizeof *t->buf);
     atomic_store_explicit(&t->state, FREE, memory_order_release);
 }
 
