@@ -532,6 +532,8 @@ VMS_API int vms_thread_detach(pthread_t thread);
  *     (or) vmstack: overflow inside FUNCTION (MODULE): killing the fiber could leave a lock held; aborting
  *     (or) vmstack: the call chain could not be followed to the fiber's start: killing the fiber could
  *          leave a lock held; aborting
+ *     (or, for a stack with an overflow handler) the same two lines with "the stack's entry" for
+ *          "the fiber's start" and "killing the coroutine" for "killing the fiber"
  *
  * The offender is the task running on the faulting thread: a fiber whose
  * one large frame jumped its own guard into another stack's guard is the
@@ -542,7 +544,11 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * of the faulting chain, up to the fiber's start routine, lies in libc,
  * the dynamic loader or vmstack (libc's lock-free mem* and str* aside),
  * where the fiber could hold a lock other tasks need; otherwise the
- * policy becomes ABORT and the last line says why.  An earlier handler
+ * policy becomes ABORT and the last line says why.  A stack's overflow
+ * handler (vms_stack_on_overflow) is called under the same rule, its
+ * chain followed up to the coroutine runtime's trampoline, the outermost
+ * frame on the stack (glibc's __start_context for makecontext,
+ * Boost.Context's trampoline), which is not judged.  An earlier handler
  * of the program's gets an overflow that is not killed (its last line
  * says so), as it would have without vmstack.
  *
@@ -651,7 +657,10 @@ VMS_API void vms_set_overflow_callback(vms_overflow_fn fn, void *arg);
  *
  * The policy for such stacks (VMS_OVERFLOW_STACK) defaults to KILL when a
  * handler is set, ABORT otherwise; KILL (from the policy or the callback)
- * for a stack without a handler aborts, and the report says so.
+ * for a stack without a handler aborts, and the report says so.  So does
+ * KILL for a coroutine whose chain, up to its runtime's trampoline, may
+ * hold a lock of libc, the loader or vmstack (an overflow inside fprintf,
+ * which holds the stream's lock): the handler is not called.
  *
  * What a kill cannot undo: the coroutine's frames are abandoned, not
  * unwound.  Its locks stay held, its half-done updates stay half done,

@@ -360,10 +360,10 @@ static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
         p = default_policy(f, t);
     if (p != VMS_OVERFLOW_KILL)
         return VMS_OUT_ABORT;
-    if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER)
+    if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER && o != VMS_OUT_KILL_STACK)
         return o;
     /* A kill must never hang the process: none of the chain may hold a shared lock. */
-    vms__kill_check(f, &f->kc);
+    vms__kill_check(f, &f->kc, o == VMS_OUT_KILL_STACK);
     f->kill_refused = !f->kc.followed || f->kc.holder;
     return f->kill_refused ? VMS_OUT_ABORT : o;
 }
