@@ -232,6 +232,19 @@ VMS_API int vms_stack_set_name(const vms_stack *st, const char *name);
  */
 VMS_API size_t vms_stack_used(const vms_stack *st);
 
+/*
+ * Whether the stack may have been corrupted by another task: 1 when an
+ * overflow of a fiber or thread whose one large frame jumped its own guard
+ * landed in this stack's guard (the overflow report names this stack,
+ * "whose stack may be corrupted"), having passed over this stack's bytes
+ * on the way; 0 when not.  The mark stays until the stack is freed.  The
+ * task on it should not be trusted to go on as if nothing happened: its
+ * top frames, or what glibc keeps at a thread stack's top, may have been
+ * overwritten.  Async-signal-safe for a live handle (a policy callback may
+ * ask).  Returns 1, 0, or -EINVAL for a stale or foreign handle.
+ */
+VMS_API int vms_stack_tainted(const vms_stack *st);
+
 /* ------------------------------------------------------------------------ */
 /* Fibers                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -291,6 +304,8 @@ typedef enum vms_fiber_end {
 
 typedef struct vms_fiber_status {
     vms_fiber_end end;
+    int tainted;        /* nonzero: another task's overflow landed in its stack's guard while
+                           it lived, and its stack may be corrupted (vms_stack_tainted) */
     void *result;       /* what its function returned; NULL when killed */
 } vms_fiber_status;
 
@@ -535,9 +550,11 @@ VMS_API int vms_thread_detach(pthread_t thread);
  *     (or, for a stack with an overflow handler) the same two lines with "the stack's entry" for
  *          "the fiber's start" and "killing the coroutine" for "killing the fiber"
  *
- * The offender is the task running on the faulting thread: a fiber whose
- * one large frame jumped its own guard into another stack's guard is the
- * one reported (and killed); the bracketed line names the other stack.
+ * The offender is the task running on the faulting thread: a fiber or a
+ * thread whose one large frame jumped its own guard into another stack's
+ * guard is the one reported (a fiber is killed); the bracketed line names
+ * the other stack, which is marked possibly corrupted for as long as it
+ * stays allocated (vms_stack_tainted, vms_fiber_status.tainted).
  * "(unwinding failed)": a fault inside the unwinder (corrupt call-frame
  * information) ended the trace there; the report and the policy go on.
  * A kill never hangs the process: KILL is carried out only when no frame
