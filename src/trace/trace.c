@@ -651,8 +651,10 @@ static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct 
         atomic_store_explicit(&t->state, FREE, memory_order_release);
         return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
     }
-    *t = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
-                       .who = *who, .buf = buf, .cap = frames, .seen = (struct vms_trace_frame *)buf + frames};
+    /* Still BUSY: a FREE record here could be claimed by another thread before task_start. */
+    *t = (struct task){.state = BUSY, .lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard),
+                       .grows = grows, .who = *who, .buf = buf, .cap = frames,
+                       .seen = (struct vms_trace_frame *)buf + frames};
     *out = t;
     return 0;
 }
