@@ -58,6 +58,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -90,7 +91,7 @@ enum { FREE = 0, BUSY, LIVE };
 
 /* A traced task.  The handler reaches its own through `self`, others' by scanning. */
 struct task {
-    _Atomic int state;
+    _Atomic int state;           /* first: the rest is the body, filled in while the state says BUSY */
     _Atomic uintptr_t wire;      /* the top (end) of the tripwire window; 0: none */
     _Atomic uintptr_t moving;    /* top of the window being removed, still a tripwire */
     uintptr_t lo, hi;
@@ -114,6 +115,9 @@ struct task {
     bool inner_ret;              /* buf[n - 1].ip is a return address, not a faulting ip */
     bool depth_warned, lost, signal_lost;
 };
+
+#define TASK_BODY offsetof(struct task, wire)
+_Static_assert(offsetof(struct task, state) == 0, "the state is not part of a task's body");
 
 /* A frame warning slot: claimed by its function's address, published by ready. */
 struct warn_slot {
@@ -637,7 +641,7 @@ static size_t window_for(size_t guard)
 /* A task record with its chain buffer, not yet live, in *out; 0 or a negative errno. */
 static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct vms_task *who, struct task **out)
 {
-    struct task *t;
+    struct task *t, fresh;
     size_t frames;
     void *buf;
 
@@ -651,10 +655,15 @@ static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct 
         atomic_store_explicit(&t->state, FREE, memory_order_release);
         return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
     }
-    /* Still BUSY: a FREE record here could be claimed by another thread before task_start. */
-    *t = (struct task){.state = BUSY, .lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard),
-                       .grows = grows, .who = *who, .buf = buf, .cap = frames,
-                       .seen = (struct vms_trace_frame *)buf + frames};
+    fresh = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
+                          .who = *who, .buf = buf, .cap = frames, .seen = (struct vms_trace_frame *)buf + frames};
+    /*
+     * Everything but the state, which stays BUSY until task_start: a store
+     * of the whole record may zero it first (FREE), and a record seen FREE
+     * for an instant is claimed by another thread starting, which then
+     * shares it with this one.
+     */
+    memcpy((char *)t + TASK_BODY, (char *)&fresh + TASK_BODY, sizeof *t - TASK_BODY);
     *out = t;
     return 0;
 }
