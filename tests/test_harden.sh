@@ -23,6 +23,12 @@ forkstress)
     "$vmstack" run -- "$bin/run_forkstress" > "$tmp/out" 2> "$tmp/err" || fail "$(cat "$tmp/out" "$tmp/err")"
     grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
     ;;
+forkstress_trace)
+    # The same under 'vmstack trace', every thread deep enough that its end takes the tracer's locks.
+    "$vmstack" trace -- "$bin/run_forkstress" deep > "$tmp/out" 2> "$tmp/err" || fail "$(cat "$tmp/out" "$tmp/err")"
+    grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
+    grep -q "^vmstack trace: deepest call chains of run_forkstress" "$tmp/err" || fail "no trace: $(cat "$tmp/err")"
+    ;;
 fds)
     command -v bash > /dev/null && command -v flock > /dev/null || skip "bash or flock not installed"
     # A program that opens fd 200 (the cron idiom) gets its own file there, and the table is not in it.

@@ -147,9 +147,12 @@ enum vms_fork_rank {
     VMS_FORK_RUN_OUTPUT,  /* preload: the table's output lock */
     VMS_FORK_TASK,        /* task: the reap list of detached threads */
     VMS_FORK_RUN_ROWS,    /* preload: the table's rows */
+    VMS_FORK_TRACE_CONFIG, /* trace: turning tracing on, around the fault layer's set-up */
     VMS_FORK_FAULT_INSTALL, /* fault: the handler's installation */
     VMS_FORK_FAULT_SYMBOLS, /* fault: the symbol snapshot */
     VMS_FORK_FAULT_SINK,  /* fault: where reports go */
+    VMS_FORK_TRACE_CODE,  /* trace: the code map of the dead-stack scan; takes no lock of ours */
+    VMS_FORK_TRACE_RESULTS, /* trace: ended tasks' chains (under the table's output lock); takes none */
     VMS_FORK_CORE,        /* core: regions, then the global lock, then the thread caches' list */
     VMS_FORK_RANKS
 };

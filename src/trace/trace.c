@@ -134,6 +134,7 @@ static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
 
 static _Atomic unsigned long quiet_ended; /* tasks that ended without a tripwire fault */
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t results_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vms_trace_chain *results;
 static size_t nresults, results_cap;
@@ -566,9 +567,19 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
 
 /* ---- tasks ---- */
 
+/*
+ * Free in a child after fork, whatever another thread was doing
+ * (core/fork.c): a thread of the child that ends keeps its chain, and
+ * 'vmstack trace' prints the child's table at its exit.
+ */
+__attribute__((constructor)) static void locks_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_TRACE_CONFIG, &config_lock);
+    vms__fork_mutex(VMS_FORK_TRACE_RESULTS, &results_lock);
+}
+
 int vms__trace_configure(const struct vms_trace_opts *o)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     size_t bytes = TASKS_MAX * sizeof *tasks + WARN_MAX * sizeof *warns;
     char *p;
     int rc;
@@ -577,7 +588,7 @@ int vms__trace_configure(const struct vms_trace_opts *o)
         return 0;
     if ((rc = vms__ensure_init()))
         return rc;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&config_lock);
     if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
         rc = 0;
     else if (vms__g.mode != VMS_GUARD_MADVISE && vms__g.mode != VMS_GUARD_MPROTECT)
@@ -596,7 +607,7 @@ int vms__trace_configure(const struct vms_trace_opts *o)
     } else {
         munmap(p, bytes);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&config_lock);
     return rc;
 }
 
