@@ -120,7 +120,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
         if (ip == 0 || (i > 0 && (sp <= prev_sp || sp > f->hi)))
             return;
         prev_sp = sp;
-        if (held)
+        if (stack && held)
             hold(k, &s); /* the frame below had a caller on the stack: not the trampoline */
         /* The start routine's own frame is the program's; above it is vmstack's fiber entry. */
         if (!stack && fiber_entry(f, &c)) {
