@@ -29,6 +29,21 @@ forkstress_trace)
     grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
     grep -q "^vmstack trace: deepest call chains of run_forkstress" "$tmp/err" || fail "no trace: $(cat "$tmp/err")"
     ;;
+neighbour)
+    # A thread's one large frame jumps its guard and the stack of the thread below, into that
+    # one's guard: the runner is blamed, the neighbour named, in both guard modes.  With the
+    # per-CPU caches off, fresh thread stacks come in ascending order: good's right below.
+    for mode in auto mprotect; do
+        VMSTACK_CACHE=0 VMSTACK_GUARD=$mode "$vmstack" run --stack-size 64K -- "$bin/run_overflow" jump \
+            > /dev/null 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$mode: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+        grep -q "^vmstack: thread 'jumper' (tid [0-9]*), start routine jump_thread+0x0/0x[0-9a-f]* \[run_overflow\]\$" \
+            "$tmp/err" || fail "$mode: the runner not blamed: $(cat "$tmp/err")"
+        grep -q "^vmstack: one frame jumped the guard: the access landed in the guard of thread 'good' (tid unknown), start routine good_thread+0x0/0x[0-9a-f]* \[run_overflow\] (stack is 0x[0-9a-f]*\.\.0x[0-9a-f]*), whose stack may be corrupted\$" \
+            "$tmp/err" || fail "$mode: the neighbour not named: $(cat "$tmp/err")"
+        grep -qx "vmstack: aborting" "$tmp/err" || fail "$mode: last line: $(cat "$tmp/err")"
+    done
+    ;;
 fds)
     command -v bash > /dev/null && command -v flock > /dev/null || skip "bash or flock not installed"
     # A program that opens fd 200 (the cron idiom) gets its own file there, and the table is not in it.
