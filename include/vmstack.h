@@ -232,6 +232,19 @@ VMS_API int vms_stack_set_name(const vms_stack *st, const char *name);
  */
 VMS_API size_t vms_stack_used(const vms_stack *st);
 
+/*
+ * Whether the stack may have been corrupted by another task: 1 when an
+ * overflow of a fiber or thread whose one large frame jumped its own guard
+ * landed in this stack's guard (the overflow report names this stack,
+ * "whose stack may be corrupted"), having passed over this stack's bytes
+ * on the way; 0 when not.  The mark stays until the stack is freed.  The
+ * task on it should not be trusted to go on as if nothing happened: its
+ * top frames, or what glibc keeps at a thread stack's top, may have been
+ * overwritten.  Async-signal-safe for a live handle (a policy callback may
+ * ask).  Returns 1, 0, or -EINVAL for a stale or foreign handle.
+ */
+VMS_API int vms_stack_tainted(const vms_stack *st);
+
 /* ------------------------------------------------------------------------ */
 /* Fibers                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -291,6 +304,8 @@ typedef enum vms_fiber_end {
 
 typedef struct vms_fiber_status {
     vms_fiber_end end;
+    int tainted;        /* nonzero: another task's overflow landed in its stack's guard while
+                           it lived, and its stack may be corrupted (vms_stack_tainted) */
     void *result;       /* what its function returned; NULL when killed */
 } vms_fiber_status;
 
@@ -532,10 +547,14 @@ VMS_API int vms_thread_detach(pthread_t thread);
  *     (or) vmstack: overflow inside FUNCTION (MODULE): killing the fiber could leave a lock held; aborting
  *     (or) vmstack: the call chain could not be followed to the fiber's start: killing the fiber could
  *          leave a lock held; aborting
+ *     (or, for a stack with an overflow handler) the same two lines with "the stack's entry" for
+ *          "the fiber's start" and "killing the coroutine" for "killing the fiber"
  *
- * The offender is the task running on the faulting thread: a fiber whose
- * one large frame jumped its own guard into another stack's guard is the
- * one reported (and killed); the bracketed line names the other stack.
+ * The offender is the task running on the faulting thread: a fiber or a
+ * thread whose one large frame jumped its own guard into another stack's
+ * guard is the one reported (a fiber is killed); the bracketed line names
+ * the other stack, which is marked possibly corrupted for as long as it
+ * stays allocated (vms_stack_tainted, vms_fiber_status.tainted).
  * "(unwinding failed)": a fault inside the unwinder (corrupt call-frame
  * information) ended the trace there; the report and the policy go on.
  * (For that, installing the handler sets libunwind's local address space
@@ -546,7 +565,11 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * of the faulting chain, up to the fiber's start routine, lies in libc,
  * the dynamic loader or vmstack (libc's lock-free mem* and str* aside),
  * where the fiber could hold a lock other tasks need; otherwise the
- * policy becomes ABORT and the last line says why.  An earlier handler
+ * policy becomes ABORT and the last line says why.  A stack's overflow
+ * handler (vms_stack_on_overflow) is called under the same rule, its
+ * chain followed up to the coroutine runtime's trampoline, the outermost
+ * frame on the stack (glibc's __start_context for makecontext,
+ * Boost.Context's trampoline), which is not judged.  An earlier handler
  * of the program's gets an overflow that is not killed (its last line
  * says so), as it would have without vmstack.
  *
@@ -657,7 +680,10 @@ VMS_API void vms_set_overflow_callback(vms_overflow_fn fn, void *arg);
  *
  * The policy for such stacks (VMS_OVERFLOW_STACK) defaults to KILL when a
  * handler is set, ABORT otherwise; KILL (from the policy or the callback)
- * for a stack without a handler aborts, and the report says so.
+ * for a stack without a handler aborts, and the report says so.  So does
+ * KILL for a coroutine whose chain, up to its runtime's trampoline, may
+ * hold a lock of libc, the loader or vmstack (an overflow inside fprintf,
+ * which holds the stream's lock): the handler is not called.
  *
  * What a kill cannot undo: the coroutine's frames are abandoned, not
  * unwound.  Its locks stay held, its half-done updates stay half done,

@@ -1,10 +1,13 @@
 /*
- * For 'vmstack run' (test_harden.sh): fork from a process whose threads
- * are busy creating, joining and detaching threads.  Three churning
- * threads; the main thread forks CHILDREN children, each of which makes
- * two threads, joins them and exits 0.  A child that has not exited within
- * 10 s hangs (on a lock some parent thread held at fork): it is killed and
- * counted.  Prints "hung N" and exits 0 when N is 0.
+ * For 'vmstack run' and 'vmstack trace' (test_harden.sh): fork from a
+ * process whose threads are busy creating, joining and detaching threads.
+ * Three churning threads; the main thread forks CHILDREN children, each of
+ * which makes two threads, joins them and exits 0.  A child that has not
+ * exited within 10 s hangs (on a lock some parent thread held at fork): it
+ * is killed and counted.  Prints "hung N" and exits 0 when N is 0.
+ * With "deep" (for 'vmstack trace'): every thread writes a frame of 20 KB,
+ * so that each thread's end goes through the tracer's dead-stack scan and
+ * its results, and their locks, at any moment of a fork.
  * With "usr1": a forked child is sent SIGUSR1 and must die by it, the
  * default action ('vmstack run --report-signal USR1' is the parent's only).
  */
@@ -23,9 +26,14 @@
 #define CHURNERS 3
 
 static atomic_bool stop;
+static bool deep;
 
 static void *noop(void *arg)
 {
+    volatile char frame[20000];
+
+    for (size_t i = 0; deep && i < sizeof frame; i += 256)
+        frame[i] = 1;
     return arg;
 }
 
@@ -99,6 +107,7 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "usr1"))
         return usr1_child();
+    deep = argc > 1 && !strcmp(argv[1], "deep");
     for (int i = 0; i < CHURNERS; i++)
         pthread_create(&c[i], NULL, churn, NULL);
     for (int i = 0; i < CHILDREN; i++) {

@@ -14,10 +14,18 @@
  *               short, and the policy (abort: the chain is unproven)
  *   neighbour   a fiber's one large frame jumps its guard and the next
  *               stack below, into that stack's guard: the runner is
- *               blamed and killed, the neighbour named and left alone
+ *               blamed and killed, the neighbour named, marked possibly
+ *               corrupted (vms_stack_tainted, its join status) and left
+ *               to run
+ *   neighbour_thread  the same from a thread into the stack of the thread
+ *               below: the runner is blamed, the neighbour named and
+ *               marked before the policy is asked (a callback sees it),
+ *               and the process aborts, as threads cannot be killed alone
  */
 #include "overflow.h"
 
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -289,12 +297,25 @@ static void neighbour_child(void *unused)
     bad = spawn(jumping_fiber, (void *)(gs.size + gs.guard_size + gs.size + gs.guard_size / 2), "bad");
     CHECK_EQ(vms_fiber_stack(bad, &bs), 0);
     CHECK_TEXT((char *)bs.base == (char *)vms_stack_top(&gs) + bs.guard_size, "", "adjacent stacks");
+    CHECK_EQ(vms_stack_tainted(&gs), 0);
     CHECK_EQ(vms_run(), 0);
+    /* The neighbour is marked for as long as its stack is allocated; the runner is not. */
+    CHECK_EQ(vms_stack_tainted(&gs), 1);
+    CHECK_EQ(vms_stack_tainted(&bs), 0);
     CHECK_EQ(vms_fiber_join(bad, &st), 0);
     CHECK_EQ(st.end, VMS_FIBER_KILLED_OVERFLOW);
-    CHECK_EQ(vms_fiber_join(good, NULL), 0);
+    CHECK_EQ(st.tainted, 0);
+    CHECK_EQ(vms_fiber_join(good, &st), 0);
+    CHECK_EQ(st.end, VMS_FIBER_RETURNED);
+    CHECK_EQ(st.tainted, 1);
+    CHECK_EQ(vms_stack_tainted(&gs), -EINVAL); /* freed: the handle is stale */
     (void)ret;
-    fprintf(stderr, "test: good went on\n");
+    fprintf(stderr, "test: good went on, its stack marked\n");
+    /* A fiber spawned on the same slot starts unmarked. */
+    good = spawn(good_fiber, NULL, "again");
+    CHECK_EQ(vms_fiber_stack(good, &gs), 0);
+    CHECK_EQ(vms_fiber_join(good, &st), 0);
+    CHECK_EQ(st.tainted, 0);
 }
 
 static void neighbour(void)
@@ -310,7 +331,101 @@ static void neighbour(void)
                                    "\\), whose stack may be corrupted$") == 1,
                c.text, "the neighbour named");
     CHECK_TEXT(count_lines(c.text, "^vmstack: killed fiber 'bad'$") == 1, c.text, "the runner killed");
-    CHECK_TEXT(strstr(c.text, "test: good went on\n"), c.text, "the neighbour went on");
+    CHECK_TEXT(strstr(c.text, "test: good went on, its stack marked\n"), c.text, "the neighbour went on, marked");
+    free(c.text);
+}
+
+/* ---- neighbour_thread ---- */
+
+static vms_stack good_stack;
+static _Atomic bool good_ready;
+
+/* Keeps its stack live until the process ends. */
+static void *good_thread(void *unused)
+{
+    char here = 0;
+
+    (void)unused;
+    CHECK_EQ(vms_on_stack(&here, &good_stack), 1);
+    atomic_store(&good_ready, true);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* From where it stands, through its stack, its guard and good's stack, into the middle of good's guard. */
+static void *jumping_thread(void *unused)
+{
+    vms_stack own;
+    char here = 0;
+
+    (void)unused;
+    CHECK_EQ(vms_on_stack(&here, &own), 1);
+    CHECK_TEXT((char *)own.base == (char *)vms_stack_top(&good_stack) + own.guard_size, "", "adjacent stacks");
+    return (void *)(long)big_frame((size_t)(&here - (char *)good_stack.base) + good_stack.guard_size / 2);
+}
+
+/* In the signal handler, after the report's body: async-signal-safe. */
+static vms_overflow_policy tainted_seen(const vms_overflow *ov, void *unused)
+{
+    char line[] = "test: the policy callback sees good's stack tainted ?\n";
+
+    (void)ov;
+    (void)unused;
+    line[sizeof line - 3] = (char)('0' + vms_stack_tainted(&good_stack));
+    write(2, line, sizeof line - 1);
+    return VMS_OVERFLOW_ABORT;
+}
+
+static void neighbour_thread_child(void *unused)
+{
+    pthread_attr_t a;
+    pthread_t good, bad;
+
+    (void)unused;
+    alarm(HANG_SECONDS);
+    /*
+     * Stacks of their own size class, which no alternate signal stack
+     * shares (those are of the default size): with the per-CPU caches off
+     * (VMSTACK_CACHE=0, set by the test), bad's lies right above good's.
+     * ThreadSanitizer wants room for its static TLS at the top.
+     */
+    pthread_attr_init(&a);
+#ifdef VMS_TSAN
+    pthread_attr_setstacksize(&a, (size_t)4 << 20);
+#else
+    pthread_attr_setstacksize(&a, (size_t)128 << 10);
+#endif
+    vms_set_overflow_callback(tainted_seen, NULL);
+    CHECK_EQ(vms_set_overflow_policy(VMS_OVERFLOW_THREAD, VMS_OVERFLOW_CALLBACK), 0);
+    CHECK_EQ(vms_thread_create(&good, &a, good_thread, NULL, "good"), 0);
+    while (!atomic_load(&good_ready))
+        sched_yield();
+    CHECK_EQ(vms_stack_tainted(&good_stack), 0);
+    CHECK_EQ(vms_thread_create(&bad, &a, jumping_thread, NULL, "bad"), 0);
+    vms_thread_join(bad, NULL);
+    fprintf(stderr, "test: the process survived\n");
+}
+
+static void neighbour_thread(void)
+{
+    struct child c;
+
+    child_run(&c, neighbour_thread_child, NULL);
+    CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: BUG: stack guard page was hit at .*") == 1, c.text, "one report");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: thread 'bad' \\(tid " DEC "\\), start routine jumping_thread\\+0x0/" HEX
+                                   " \\[test_fault_hard\\]$") == 1,
+               c.text, "the runner blamed");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: one frame jumped the guard: the access landed in the guard of thread "
+                                   "'good' \\(tid unknown\\), start routine good_thread\\+0x0/" HEX
+                                   " \\[test_fault_hard\\] \\(stack is " HEX "\\.\\." HEX
+                                   "\\), whose stack may be corrupted$") == 1,
+               c.text, "the neighbour named");
+    CHECK_TEXT(count_lines(c.text, "^test: the policy callback sees good's stack tainted 1$") == 1, c.text,
+               "the neighbour marked before the policy");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: aborting$") == 1, c.text, "abort");
+    CHECK_TEXT(!strstr(c.text, "test: the process survived"), c.text, "no survival");
     free(c.text);
 }
 
@@ -318,7 +433,7 @@ int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
         {"malloc", malloc_}, {"spawn_vmas", spawn_vmas}, {"sigstksz", sigstksz}, {"bad_cfi", bad_cfi},
-        {"neighbour", neighbour}, {NULL, NULL},
+        {"neighbour", neighbour}, {"neighbour_thread", neighbour_thread}, {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

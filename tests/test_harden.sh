@@ -23,6 +23,27 @@ forkstress)
     "$vmstack" run -- "$bin/run_forkstress" > "$tmp/out" 2> "$tmp/err" || fail "$(cat "$tmp/out" "$tmp/err")"
     grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
     ;;
+forkstress_trace)
+    # The same under 'vmstack trace', every thread deep enough that its end takes the tracer's locks.
+    "$vmstack" trace -- "$bin/run_forkstress" deep > "$tmp/out" 2> "$tmp/err" || fail "$(cat "$tmp/out" "$tmp/err")"
+    grep -qx 'hung 0 failed 0' "$tmp/out" || fail "$(cat "$tmp/out")"
+    grep -q "^vmstack trace: deepest call chains of run_forkstress" "$tmp/err" || fail "no trace: $(cat "$tmp/err")"
+    ;;
+neighbour)
+    # A thread's one large frame jumps its guard and the stack of the thread below, into that
+    # one's guard: the runner is blamed, the neighbour named, in both guard modes.  With the
+    # per-CPU caches off, fresh thread stacks come in ascending order: good's right below.
+    for mode in auto mprotect; do
+        VMSTACK_CACHE=0 VMSTACK_GUARD=$mode "$vmstack" run --stack-size 64K -- "$bin/run_overflow" jump \
+            > /dev/null 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$mode: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+        grep -q "^vmstack: thread 'jumper' (tid [0-9]*), start routine jump_thread+0x0/0x[0-9a-f]* \[run_overflow\]\$" \
+            "$tmp/err" || fail "$mode: the runner not blamed: $(cat "$tmp/err")"
+        grep -q "^vmstack: one frame jumped the guard: the access landed in the guard of thread 'good' (tid unknown), start routine good_thread+0x0/0x[0-9a-f]* \[run_overflow\] (stack is 0x[0-9a-f]*\.\.0x[0-9a-f]*), whose stack may be corrupted\$" \
+            "$tmp/err" || fail "$mode: the neighbour not named: $(cat "$tmp/err")"
+        grep -qx "vmstack: aborting" "$tmp/err" || fail "$mode: last line: $(cat "$tmp/err")"
+    done
+    ;;
 fds)
     command -v bash > /dev/null && command -v flock > /dev/null || skip "bash or flock not installed"
     # A program that opens fd 200 (the cron idiom) gets its own file there, and the table is not in it.
@@ -101,20 +122,33 @@ reportsignal)
 frames)
     # No vmstack function that runs on a fiber or in the overflow handler has a frame over 4 KiB:
     # the handler must fit a program's own small alternate stack until it moves to ours, and an
-    # overflow inside vmstack cannot be killed.  FRAME from checkstack (call-frame information).
+    # overflow inside vmstack cannot be killed.  The stack tracer's tripwire handler runs first,
+    # on whatever stack the fault came in on, and its fiber hooks on the fiber's own stack.
+    # FRAME from checkstack (call-frame information); gcc's clones (.isra.0, .constprop.0) count
+    # as their function.
     lib=$(dirname "$vmstack")/libvmstack.so
     "$vmstack" checkstack --json --min 0 "$lib" > "$tmp/frames.json" || fail "checkstack $lib"
     python3 - "$tmp/frames.json" <<'EOF2' || fail "frames over 4 KiB on the fiber and fault paths"
 import json, sys
 d = json.load(open(sys.argv[1]))
-fns = {f["name"]: f for f in (d if isinstance(d, dict) else d[0])["functions"]}
+fns = {}
+for f in (d if isinstance(d, dict) else d[0])["functions"]:
+    n = f["name"].split(".")[0]
+    if n not in fns or f["frame"] > fns[n]["frame"]:
+        fns[n] = f
 paths = ["on_fault", "handle", "handle_switched", "handle_on_own_stack", "classify", "pass_on", "call_prev",
-         "decide_kill", "vms__kill_check", "walk", "put_trace", "vms__report_body", "vms__report_outcome",
-         "vms__report_begin", "vms__report_end", "vms__symbols_lookup", "vms__registry_find", "vms__locate",
-         "vms_fiber_spawn", "vms_stack_alloc", "vms_stack_free", "vms__region_grow", "vms__os_count_vmas",
-         "vms__fiber_kill_current", "vms_yield", "vms__switch"]
-bad = [(n, fns[n]["frame"]) for n in paths if n in fns and (fns[n]["frame"] > 4096 or fns[n]["dynamic"] and n != "vms__switch")]
-missing = [n for n in ("on_fault", "handle", "vms__os_count_vmas", "vms_fiber_spawn") if n not in fns]
+         "decide", "vms__kill_check", "walk", "put_trace", "vms__report_body", "vms__report_outcome",
+         "vms__report_begin", "vms__report_end", "vms__report_emit", "vms__symbols_lookup", "vms__registry_find",
+         "vms__locate", "vms_fiber_spawn", "vms_stack_alloc", "vms_stack_free", "vms__region_grow",
+         "vms__os_count_vmas", "vms__fiber_kill_current", "vms_yield", "vms__switch",
+         # the tracer: the tripwire handler, and its hooks at a fiber's start and end
+         "vms__trace_fault", "own_fault", "record", "record_all", "walk_next", "check_frames", "warn_frame",
+         "warn_claim", "check_depth", "warn_line", "wire_move", "wire_install", "wire_owner",
+         "signal_blocked_by_wire", "vms__trace_fiber_start", "vms__trace_fiber_end", "vms__trace_on_altstack",
+         "task_open", "task_start", "end_on_altstack", "task_close", "dead_result", "vms__dead_chain",
+         "vms__dead_lowest", "vms__dead_zero"]
+bad = [(n, fns[n]["frame"]) for n in paths if n in fns and (fns[n]["frame"] > 4096 or fns[n]["dynamic"] and n not in ("vms__switch", "vms__trace_on_altstack"))]
+missing = [n for n in ("on_fault", "handle", "vms__os_count_vmas", "vms_fiber_spawn", "vms__trace_fault", "record") if n not in fns]
 print("over 4 KiB:", bad, "not found:", missing)
 sys.exit(1 if bad or missing else 0)
 EOF2

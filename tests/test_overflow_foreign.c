@@ -9,6 +9,10 @@
  *   kill_no_handler  the callback says KILL for a stack without a handler:
  *                 the report says why it aborts, death by SIGSEGV
  *   returning     a handler that returns: reported, death by SIGSEGV
+ *   locked        with an overflow handler: a plain overflow is killed
+ *                 (the handler ends the coroutine), then one inside a
+ *                 stream's write function, which fprintf calls with the
+ *                 FILE's lock held, is not: abort, and the report says why
  *   unattached    a worker that never called vmstack: no report can be
  *                 made, death by SIGSEGV (what vms_thread_attach is for);
  *                 unless a sanitizer gave the thread an alternate stack
@@ -214,6 +218,70 @@ static void returning(void)
     free(c.text);
 }
 
+/* ---- locked: a kill that would leave libc's FILE lock held is refused ---- */
+
+/* The stream's write function: libc calls it from fprintf, holding the FILE's lock. */
+static ssize_t deep_write(void *cookie, const char *buf, size_t len)
+{
+    (void)cookie;
+    (void)buf;
+    return recurse(1L << 40) ? (ssize_t)len : 0;
+}
+
+static void locked_coro_body(void)
+{
+    FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){.write = deep_write});
+
+    CHECK(f);
+    setvbuf(f, NULL, _IONBF, 0); /* every fprintf writes at once */
+    fprintf(f, "%s %d\n", "to the stream", 1);
+}
+
+static void *worker_locked(void *unused)
+{
+    struct coro plain, in_libc;
+
+    (void)unused;
+    pthread_setname_np(pthread_self(), "worker");
+    CHECK_EQ(vms_thread_attach(), 0);
+    coro_prepare(&plain, "plain", 1L << 40, on_overflow);
+    CHECK_EQ(coro_enter(&plain), 1);
+    fprintf(stderr, "test: the plain overflow was killed\n");
+    coro_prepare(&in_libc, "in libc", 0, on_overflow);
+    makecontext(&in_libc.ctx, locked_coro_body, 0);
+    coro_enter(&in_libc);
+    fprintf(stderr, "test: the overflow in libc was killed too\n");
+    return NULL;
+}
+
+static void locked_child(void *unused)
+{
+    pthread_t t;
+
+    (void)unused;
+    CHECK(pthread_create(&t, NULL, worker_locked, NULL) == 0);
+    pthread_join(t, NULL);
+}
+
+static void locked(void)
+{
+    struct child c;
+    const char *pos;
+
+    child_run(&c, locked_child, NULL);
+    CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 2, c.text, "exactly two reports");
+    pos = check_report(c.text, 0, STACK_TASK("plain"), FRAME("recurse"),
+                       "^vmstack: killed stack 'plain': its overflow handler ends the coroutine$");
+    CHECK_TEXT(count_lines(c.text, "^test: the plain overflow was killed$") == 1, c.text, "the plain kill");
+    /* The outermost frame that may hold a lock: fprintf, libc's or a sanitizer's interceptor. */
+    check_report(pos, 0, STACK_TASK("in libc"), FRAME("recurse"),
+                 "^vmstack: overflow inside [^ ]*fprintf \\((libc\\.so\\.6|lib[at]san\\.so[.0-9]*)\\): killing the "
+                 "coroutine could leave a lock held; aborting$");
+    CHECK_TEXT(!strstr(c.text, "test: the overflow in libc was killed too"), c.text, "no kill in libc");
+    free(c.text);
+}
+
 /* Without any alternate stack the kernel cannot run a handler: death by SIGSEGV, unreported. */
 static void unattached(void)
 {
@@ -267,7 +335,8 @@ int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
         {"handler", handler},       {"kill_no_handler", kill_no_handler}, {"returning", returning},
-        {"unattached", unattached}, {"api", api},                         {NULL, NULL},
+        {"unattached", unattached}, {"api", api},                         {"locked", locked},
+        {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

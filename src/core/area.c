@@ -269,6 +269,33 @@ int vms_on_stack(const void *ptr, vms_stack *st)
     return 1;
 }
 
+void vms__stack_taint(const void *addr)
+{
+    struct vms_loc loc;
+    struct vms_slot *s;
+    uint64_t state;
+
+    vms__locate(addr, &loc);
+    if (loc.where != VMS_AT_STACK)
+        return;
+    s = &loc.region->slots[loc.slot];
+    state = atomic_load_explicit(&s->state, memory_order_acquire);
+    if ((uint32_t)state == VMS_SLOT_LIVE)
+        atomic_store_explicit(&s->tainted, state, memory_order_release);
+}
+
+int vms_stack_tainted(const vms_stack *st)
+{
+    struct vms_loc loc;
+    uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE;
+
+    vms__locate(st->base, &loc);
+    if (loc.where != VMS_AT_STACK ||
+        atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != live)
+        return vms__fail(EINVAL, "%p is not a live vmstack stack: stale or foreign handle", st->base);
+    return atomic_load_explicit(&loc.region->slots[loc.slot].tainted, memory_order_acquire) == live;
+}
+
 int vms_stack_free_sp(void *addr)
 {
     struct vms_loc loc;

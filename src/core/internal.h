@@ -66,6 +66,13 @@ struct vms_slot {
     _Atomic uint64_t state;   /* gen << 32 | VMS_SLOT_* */
     uint32_t next, prev;      /* pool lists, as slot index + 1 (0 = none) */
     char *base;               /* vms__slot_base(), kept once guarded: no division when handing out */
+    /*
+     * Possibly corrupted: another task's overflow jumped its guard and
+     * may have written into this stack.  Holds the state word of the
+     * allocation that was live then, so the mark ends with it, unlike a
+     * flag, without any clearing (vms__stack_taint, vms_stack_tainted).
+     */
+    _Atomic uint64_t tainted;
     struct vms_task task;
     /*
      * The task layer's record for the stack (a fiber's descriptor): kept
@@ -140,9 +147,12 @@ enum vms_fork_rank {
     VMS_FORK_RUN_OUTPUT,  /* preload: the table's output lock */
     VMS_FORK_TASK,        /* task: the reap list of detached threads */
     VMS_FORK_RUN_ROWS,    /* preload: the table's rows */
+    VMS_FORK_TRACE_CONFIG, /* trace: turning tracing on, around the fault layer's set-up */
     VMS_FORK_FAULT_INSTALL, /* fault: the handler's installation */
     VMS_FORK_FAULT_SYMBOLS, /* fault: the symbol snapshot */
     VMS_FORK_FAULT_SINK,  /* fault: where reports go */
+    VMS_FORK_TRACE_CODE,  /* trace: the code map of the dead-stack scan; takes no lock of ours */
+    VMS_FORK_TRACE_RESULTS, /* trace: ended tasks' chains (under the table's output lock); takes none */
     VMS_FORK_CORE,        /* core: regions, then the global lock, then the thread caches' list */
     VMS_FORK_RANKS
 };
@@ -199,6 +209,13 @@ struct vms_loc {
     uint32_t slot;        /* the stack the address (or guard) belongs to */
 };
 void vms__locate(const void *addr, struct vms_loc *loc);
+/*
+ * Marks the live stack whose usable bytes hold addr as possibly corrupted,
+ * for as long as it stays allocated; nothing for a free stack or an
+ * address on none.  Async-signal-safe (the fault handler marks the stack
+ * an overflow landed in).
+ */
+void vms__stack_taint(const void *addr);
 void vms__fill_handle(struct vms_region *r, uint32_t idx, vms_stack *st);
 
 /* The slot of a stack id (vms_stack.id), or NULL for an id of no region. */

@@ -134,27 +134,63 @@ static void tid_here(struct vms_task *t)
         t->id = (uint64_t)gettid();
 }
 
+/* The stack of the task running on this thread, when it is a vmstack stack. */
+struct runner {
+    struct vms_task *task;
+    uintptr_t lo, hi, guard;
+};
+
+/*
+ * A fiber, when one runs here; else the thread itself, on a vmstack
+ * thread stack: glibc keeps the thread's descriptor, pthread_self(), at
+ * the top of the stack it was given (a thread-pointer read, signal-safe).
+ */
+static bool runner_here(struct runner *r)
+{
+    struct vms_fiber_desc *cur = vms__fiber_current();
+    const void *on = cur ? (const void *)cur->base : (const void *)pthread_self();
+    struct vms_loc loc;
+    struct vms_slot *s;
+
+    if (cur && !cur->task)
+        return false;
+    vms__locate(on, &loc);
+    if (loc.where != VMS_AT_STACK)
+        return false;
+    s = &loc.region->slots[loc.slot];
+    r->guard = loc.region->guard_size;
+    if (cur) {
+        r->task = cur->task;
+        r->lo = (uintptr_t)cur->base;
+        r->hi = r->lo + cur->size;
+        return true;
+    }
+    if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE ||
+        s->task.kind != VMS_TASK_THREAD)
+        return false;
+    r->task = &s->task;
+    r->lo = (uintptr_t)s->base;
+    r->hi = r->lo + loc.region->stack_size;
+    return true;
+}
+
 /*
  * The offender is the task running on this thread, whatever stack the
- * access landed in.  A fiber whose one large frame jumped its own guard
- * (its sp far below it) and hit the guard of another stack further down
- * overflowed its own stack: it is blamed, and the stack it landed in
- * (whose top it may have overwritten on the way) is named in the report.
+ * access landed in.  A fiber or thread whose one large frame jumped its
+ * own guard (its sp far below it) and hit the guard of another stack
+ * further down overflowed its own stack: it is blamed, and the stack it
+ * landed in (whose top it may have overwritten on the way) is named in
+ * the report and marked possibly corrupted.
  */
 static bool runner_jumped(struct vms_fault *f)
 {
-    struct vms_fiber_desc *cur = vms__fiber_current();
-    uintptr_t lo, guard;
-    struct vms_loc loc;
+    struct runner r;
+    uintptr_t guard_lo;
 
-    if (!cur || !cur->task || (uintptr_t)cur->base == f->lo)
+    if (!runner_here(&r) || r.lo == f->lo)
         return false;
-    lo = (uintptr_t)cur->base;
-    vms__locate(cur->base, &loc);
-    if (loc.where != VMS_AT_STACK)
-        return false;
-    guard = loc.region->guard_size;
-    if (f->sp >= lo - guard || f->addr >= lo - guard || lo - guard - f->sp > SP_SLACK + (uintptr_t)cur->size)
+    guard_lo = r.lo - r.guard;
+    if (f->sp >= guard_lo || f->addr >= guard_lo || guard_lo - f->sp > SP_SLACK + (r.hi - r.lo))
         return false;
     f->landed = true;
     f->landed_owned = f->owned;
@@ -162,10 +198,11 @@ static bool runner_jumped(struct vms_fault *f)
     f->landed_lo = f->lo;
     f->landed_hi = f->hi;
     f->owned = true;
-    f->owner = *cur->task;
-    f->lo = lo;
-    f->hi = lo + cur->size;
-    f->guard_lo = lo - guard;
+    f->owner = *r.task;
+    tid_here(&f->owner);
+    f->lo = r.lo;
+    f->hi = r.hi;
+    f->guard_lo = guard_lo;
     f->cls = VMS_FAULT_OVERFLOW;
     return true;
 }
@@ -330,6 +367,12 @@ static vms_overflow_policy ask_callback(const struct vms_fault *f, vms_overflow_
     return fn(&ov, atomic_load_explicit(&policy_arg, memory_order_relaxed));
 }
 
+/* A stack whose runtime gave it an overflow handler: a kill ends the coroutine through it. */
+static bool kills_stack(const struct vms_fault *f)
+{
+    return f->owner.kind == VMS_TASK_STACK && f->owner.on_overflow;
+}
+
 /*
  * A kill needs a fiber that is the one running here, on that stack; or a
  * stack whose runtime gave it an overflow handler.
@@ -338,7 +381,7 @@ static enum vms_outcome kill_outcome(const struct vms_fault *f)
 {
     struct vms_fiber_desc *cur;
 
-    if (f->owner.kind == VMS_TASK_STACK && f->owner.on_overflow)
+    if (kills_stack(f))
         return VMS_OUT_KILL_STACK;
     if (f->owner.kind != VMS_TASK_FIBER)
         return VMS_OUT_UNKILLABLE;
@@ -360,7 +403,7 @@ static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
         p = default_policy(f, t);
     if (p != VMS_OVERFLOW_KILL)
         return VMS_OUT_ABORT;
-    if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER)
+    if ((o = kill_outcome(f)) != VMS_OUT_KILL_FIBER && o != VMS_OUT_KILL_STACK)
         return o;
     /* A kill must never hang the process: none of the chain may hold a shared lock (f->kc). */
     f->kill_refused = !f->kc.followed || f->kc.holder;
@@ -446,8 +489,11 @@ static void handle(struct vms_fault *f, siginfo_t *si)
         return;
     }
     atomic_fetch_add_explicit(&in_flight, 1, memory_order_relaxed);
-    /* Before the report, which demangles only where a kill could be safe. */
-    vms__kill_check(f, &f->kc);
+    /* Before the report, which demangles only where a kill could be safe, and the policy. */
+    vms__kill_check(f, &f->kc, kills_stack(f));
+    /* Before the report and the policy: a policy callback may look at the mark. */
+    if (f->landed && f->landed_owned)
+        vms__stack_taint((const void *)f->landed_lo);
     vms__report_begin(&b);
     vms__report_body(&b, f);
     if (f->cls == VMS_FAULT_OVERFLOW) {

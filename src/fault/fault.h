@@ -32,10 +32,10 @@ void vms__sb_dec(struct vms_sbuf *b, uint64_t v);
 /* A name from a task record, at most max bytes, which need not be terminated. */
 void vms__sb_name(struct vms_sbuf *b, const char *name, size_t max);
 
-/* killsafe.c: may the overflowing fiber be killed?  (vms__kill_check below) */
+/* killsafe.c: may the overflowing task be killed?  (vms__kill_check below) */
 struct vms_kill_check {
-    bool followed;       /* the chain was followed up to the fiber's start routine */
-    bool ended;          /* or to its outermost frame (a runtime's own entry) */
+    bool followed;       /* the chain was followed up to the task's entry */
+    bool ended;          /* or to the unwinder's end of the chain */
     const char *holder;  /* the outermost frame that may hold a shared lock, or NULL */
     const char *module;  /* its module */
 };
@@ -91,8 +91,12 @@ void vms__set_report_writer(int (*w)(const char *text, size_t len));
 
 /* ---- killsafe.c ---- */
 
-/* Async-signal-safe.  Safe to kill when followed && !holder. */
-void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k);
+/*
+ * Async-signal-safe.  Safe to kill when followed && !holder.  stack: the
+ * task is a stack of another runtime (its chain ends at the runtime's
+ * trampoline), else a fiber (its chain ends at its start routine).
+ */
+void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k, bool stack);
 
 /* ---- symbols.c: kallsyms for user space ---- */
 

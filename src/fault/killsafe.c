@@ -1,18 +1,25 @@
 /*
- * May the overflowing fiber be killed?  Killing ends the fiber where it
- * stands and lets its scheduler go on, so whatever the fiber held stays
+ * May the overflowing task be killed?  Killing ends the task where it
+ * stands and lets its scheduler go on, so whatever the task held stays
  * held: a fiber that overflows inside malloc holds the arena's lock, and
  * the next malloc of any thread then waits forever.  The kernel's oops
  * has the same problem and answers it by panicking where a lock may be
  * held; so do we.  The kill is allowed only when no frame of the faulting
- * chain, from the faulting instruction up to the fiber's start routine,
- * lies in code that may hold a lock some other task needs: libc, the
- * dynamic loader, vmstack itself, or a sanitizer's runtime.  The lock-free leaf routines of libc
- * (mem*, str*, wmem*, wcs*) are allowed, and so are vmstack's own frames
- * when the fault is the scheduler's stack probe (vms__fiber_probing), which
- * runs before vmstack takes or changes anything for the fiber.  A chain
- * that cannot be followed up to the start routine (main, on the main
- * thread) proves nothing: no kill.
+ * chain, from the faulting instruction up to the task's entry, lies in
+ * code that may hold a lock some other task needs: libc, the dynamic
+ * loader, vmstack itself, or a sanitizer's runtime.  The lock-free leaf
+ * routines of libc (mem*, str*, wmem*, wcs*) are allowed, and so are
+ * vmstack's own frames when the fault is the scheduler's stack probe
+ * (vms__fiber_probing), which runs before vmstack takes or changes
+ * anything for the fiber.  A chain that cannot be followed up to the
+ * entry (main, on the main thread) proves nothing: no kill.
+ *
+ * The entry of a fiber is its start routine (or vmstack's fiber entry
+ * above it).  A stack of another coroutine library ends with that
+ * runtime's trampoline (glibc's __start_context under makecontext,
+ * Boost.Context's trampoline): the outermost frame on the stack, after
+ * which the unwinder finds no caller, or a caller on another stack.  The
+ * trampoline itself holds nothing: it only calls the coroutine's function.
  *
  * Async-signal-safe: libunwind's local unwinding and the symbol lookup.
  */
@@ -69,47 +76,76 @@ static bool frame_may_hold_lock(uintptr_t ip, struct vms_symres *s, bool probing
     return locking_module(s->module) && !lock_free_leaf(s->name);
 }
 
-static void walk(const struct vms_fault *f, struct vms_kill_check *k)
+/* The task's own entry: a fiber's start routine, or vmstack's fiber entry above it. */
+static bool fiber_entry(const struct vms_fault *f, unw_cursor_t *c)
+{
+    unw_proc_info_t pi;
+
+    return unw_get_proc_info(c, &pi) == 0 && (pi.start_ip == (unw_word_t)(uintptr_t)f->owner.start ||
+                                              pi.start_ip == (unw_word_t)(uintptr_t)vms__fiber_main);
+}
+
+static void hold(struct vms_kill_check *k, const struct vms_symres *s)
+{
+    k->holder = s->name ? s->name : "??";
+    k->module = s->module ? s->module : "?";
+}
+
+/*
+ * Follows the chain outwards.  On a fiber it ends at the fiber's entry.
+ * On a stack of another runtime (stack) it ends at the outermost frame of
+ * that stack, the runtime's trampoline, whose own frame is not judged: a
+ * frame's verdict is kept only once a caller on the stack is found above
+ * it.  The outermost frame is the one after which the unwinder reports
+ * the end of the chain, finds a zero return address, or finds a caller
+ * above the stack's top (on the stack that resumed the coroutine).
+ */
+static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack)
 {
     unw_cursor_t c;
-    unw_proc_info_t pi;
     unw_word_t ip, sp, prev_sp = 0;
     struct vms_symres s;
-    bool probing = vms__fiber_probing();
-    int r;
+    bool probing = !stack && vms__fiber_probing(), held = false;
+    int step = 1;
 
     if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0)
         return;
     for (long i = 0; i < MAX_CHAIN; i++) {
-        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0 || ip == 0)
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0)
             return;
-        if (i > 0 && (sp <= prev_sp || sp > f->hi))
+        if (stack && i > 0 && (ip == 0 || sp > f->hi)) {
+            k->followed = true; /* the frame before was the outermost */
+            return;
+        }
+        if (ip == 0 || (i > 0 && (sp <= prev_sp || sp > f->hi)))
             return;
         prev_sp = sp;
+        if (stack && held)
+            hold(k, &s); /* the frame below had a caller on the stack: not the trampoline */
         /* The start routine's own frame is the program's; above it is vmstack's fiber entry. */
-        if (unw_get_proc_info(&c, &pi) == 0 && (pi.start_ip == (unw_word_t)(uintptr_t)f->owner.start ||
-                                                 pi.start_ip == (unw_word_t)(uintptr_t)vms__fiber_main)) {
+        if (!stack && fiber_entry(f, &c)) {
             k->followed = true;
             return;
         }
         /* A return address points after the call: look up ip - 1, inside the calling function. */
-        if (frame_may_hold_lock(i > 0 ? ip - 1 : ip, &s, probing)) {
-            k->holder = s.name ? s.name : "??";
-            k->module = s.module ? s.module : "?";
-        }
+        held = frame_may_hold_lock(i > 0 ? ip - 1 : ip, &s, probing);
+        if (held && !stack)
+            hold(k, &s);
         /* The main thread's start routine: what calls it holds no lock. */
-        if (s.name && strcmp(s.name, "main") == 0 && !locking_module(s.module)) {
+        if (!stack && !held && s.name && strcmp(s.name, "main") == 0) {
             k->followed = true;
             return;
         }
-        if ((r = unw_step(&c)) <= 0) {
-            k->ended = r == 0;
+        if ((step = unw_step(&c)) <= 0) {
+            /* 0: the unwinder's own end of the chain (undefined return address), after the trampoline. */
+            k->followed = stack && step == 0 && i > 0;
+            k->ended = step == 0;
             return;
         }
     }
 }
 
-void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k)
+void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k, bool stack)
 {
     sigjmp_buf env;
 
@@ -118,7 +154,7 @@ void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k)
         return; /* nothing followed: nothing is proven */
     if (sigsetjmp(env, 1) == 0) {
         vms__fault_nested_arm(&env);
-        walk(f, k);
+        walk(f, k, stack);
         vms__fault_nested_disarm();
         vms__unwind_end();
         return;

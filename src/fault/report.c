@@ -443,18 +443,23 @@ void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
 }
 
 /* Why the policy's kill became an abort (killsafe.c). */
-static void put_kill_refusal(struct vms_sbuf *b, const struct vms_kill_check *k)
+static void put_kill_refusal(struct vms_sbuf *b, const struct vms_fault *f)
 {
-    if (k->holder) {
+    const char *what = f->owner.kind == VMS_TASK_FIBER ? "the fiber" : "the coroutine";
+
+    if (f->kc.holder) {
         vms__sb_str(b, "vmstack: overflow inside ");
-        vms__sb_str(b, k->holder);
+        vms__sb_str(b, f->kc.holder);
         vms__sb_str(b, " (");
-        vms__sb_str(b, k->module);
-        vms__sb_str(b, "): killing the fiber could leave a lock held; aborting\n");
+        vms__sb_str(b, f->kc.module);
+        vms__sb_str(b, "): killing ");
     } else {
-        vms__sb_str(b, "vmstack: the call chain could not be followed to the fiber's start: killing the fiber "
-                       "could leave a lock held; aborting\n");
+        vms__sb_str(b, f->owner.kind == VMS_TASK_FIBER
+                           ? "vmstack: the call chain could not be followed to the fiber's start: killing "
+                           : "vmstack: the call chain could not be followed to the stack's entry: killing ");
     }
+    vms__sb_str(b, what);
+    vms__sb_str(b, " could leave a lock held; aborting\n");
 }
 
 /* Why a task the policy says to kill is aborted instead. */
@@ -495,7 +500,7 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
     } else if (o == VMS_OUT_UNKILLABLE) {
         put_unkillable(b, &f->owner);
     } else if (f->kill_refused) {
-        put_kill_refusal(b, &f->kc);
+        put_kill_refusal(b, f);
     } else if (f->to_program) {
         vms__sb_str(b, f->signo == SIGBUS ? "vmstack: passing SIGBUS to the program's own handler\n"
                                           : "vmstack: passing SIGSEGV to the program's own handler\n");

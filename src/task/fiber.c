@@ -658,7 +658,9 @@ static int join(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_status 
     if (rc)
         return rc;
     if (st)
-        *st = (vms_fiber_status){ .end = (vms_fiber_end)f->end, .result = f->arg };
+        *st = (vms_fiber_status){ .end = (vms_fiber_end)f->end,
+                                  .tainted = f->owns_stack && vms_stack_tainted(&f->stack) == 1,
+                                  .result = f->arg };
     release(f);
     return 0;
 }

@@ -162,6 +162,13 @@ void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
 /* ---- the process's code: executable segments and call-frame information ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Free in a child after fork, where a thread that ends scans its dead stack too (core/fork.c). */
+__attribute__((constructor)) static void lock_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_TRACE_CODE, &lock);
+}
+
 static struct seg {
     uintptr_t lo, hi;
 } segs[SEGS_MAX];

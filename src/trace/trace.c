@@ -58,6 +58,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -84,12 +85,13 @@
 #define PREFAULT_BYTES (4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
 #define WINDOW_MIN ((size_t)64 << 10) /* a stack with a smaller guard (glibc's 4 KiB) still gets this window */
 #define SIGFRAME_ROOM ((uintptr_t)16 << 10) /* a signal frame with AVX-512 state, and the red zone */
+#define NEW_FRAMES 256         /* frames unwound before the shared part is found (see record) */
 
 enum { FREE = 0, BUSY, LIVE };
 
 /* A traced task.  The handler reaches its own through `self`, others' by scanning. */
 struct task {
-    _Atomic int state;
+    _Atomic int state;           /* first: the rest is the body, filled in while the state says BUSY */
     _Atomic uintptr_t wire;      /* the top (end) of the tripwire window; 0: none */
     _Atomic uintptr_t moving;    /* top of the window being removed, still a tripwire */
     uintptr_t lo, hi;
@@ -99,12 +101,23 @@ struct task {
     struct vms_task who;
     struct vms_trace_frame *buf; /* the deepest chain; cap entries, mmap'd */
     size_t cap;
+    /*
+     * The handler's scratch for the frames a fault unwinds before they meet
+     * the last chain: NEW_FRAMES entries after buf's, in the same mapping.
+     * On the handler's stack it would make record's frame larger than the
+     * 4 KiB every function on the fault path keeps to; only the thread that
+     * runs the task unwinds it, so one per task is enough.
+     */
+    struct vms_trace_frame *seen;
     _Atomic unsigned seq;        /* odd while buf is written */
     uint32_t n;
     uint64_t faults;
     bool inner_ret;              /* buf[n - 1].ip is a return address, not a faulting ip */
     bool depth_warned, lost, signal_lost;
 };
+
+#define TASK_BODY offsetof(struct task, wire)
+_Static_assert(offsetof(struct task, state) == 0, "the state is not part of a task's body");
 
 /* A frame warning slot: claimed by its function's address, published by ready. */
 struct warn_slot {
@@ -121,6 +134,7 @@ static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
 
 static _Atomic unsigned long quiet_ended; /* tasks that ended without a tripwire fault */
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t results_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vms_trace_chain *results;
 static size_t nresults, results_cap;
@@ -225,7 +239,6 @@ static bool in_window(const struct task *t, uintptr_t top, uintptr_t addr)
  * O(new frames) unwinding plus O(depth) memory reads, not O(depth) steps
  * of the DWARF unwinder.
  */
-#define NEW_FRAMES 256 /* frames unwound before the shared part is found, on the altstack */
 
 /* Seqlock writer: the acquire half keeps the chain's stores after the odd count. */
 static void write_begin(struct task *t)
@@ -299,7 +312,7 @@ static uint32_t record_all(struct task *t, struct walk *w, const struct vms_trac
  */
 static uint32_t record(struct task *t, ucontext_t *uc)
 {
-    struct vms_trace_frame seen[NEW_FRAMES];
+    struct vms_trace_frame *seen = t->seen;
     struct walk w = {.hi = t->hi, .first = true};
     uint32_t k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
@@ -557,9 +570,19 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
 
 /* ---- tasks ---- */
 
+/*
+ * Free in a child after fork, whatever another thread was doing
+ * (core/fork.c): a thread of the child that ends keeps its chain, and
+ * 'vmstack trace' prints the child's table at its exit.
+ */
+__attribute__((constructor)) static void locks_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_TRACE_CONFIG, &config_lock);
+    vms__fork_mutex(VMS_FORK_TRACE_RESULTS, &results_lock);
+}
+
 int vms__trace_configure(const struct vms_trace_opts *o)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     size_t bytes = TASKS_MAX * sizeof *tasks + WARN_MAX * sizeof *warns;
     char *p;
     int rc;
@@ -568,7 +591,7 @@ int vms__trace_configure(const struct vms_trace_opts *o)
         return 0;
     if ((rc = vms__ensure_init()))
         return rc;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&config_lock);
     if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
         rc = 0;
     else if (vms__g.mode != VMS_GUARD_MADVISE && vms__g.mode != VMS_GUARD_MPROTECT)
@@ -587,7 +610,7 @@ int vms__trace_configure(const struct vms_trace_opts *o)
     } else {
         munmap(p, bytes);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&config_lock);
     return rc;
 }
 
@@ -632,7 +655,7 @@ static size_t window_for(size_t guard)
 /* A task record with its chain buffer, not yet live, in *out; 0 or a negative errno. */
 static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct vms_task *who, struct task **out)
 {
-    struct task *t;
+    struct task *t, fresh;
     size_t frames;
     void *buf;
 
@@ -642,12 +665,19 @@ static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct 
     frames = (size_t)(hi - lo) / sizeof(void *);
     if (frames > MAX_FRAMES)
         frames = MAX_FRAMES;
-    if (!(buf = vms__os_alloc(frames * sizeof *t->buf))) {
+    if (!(buf = vms__os_alloc((frames + NEW_FRAMES) * sizeof *t->buf))) {
         atomic_store_explicit(&t->state, FREE, memory_order_release);
         return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
     }
-    *t = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
-                       .who = *who, .buf = buf, .cap = frames};
+    fresh = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
+                          .who = *who, .buf = buf, .cap = frames, .seen = (struct vms_trace_frame *)buf + frames};
+    /*
+     * Everything but the state, which stays BUSY until task_start: a store
+     * of the whole record may zero it first (FREE), and a record seen FREE
+     * for an instant is claimed by another thread starting, which then
+     * shares it with this one.
+     */
+    memcpy((char *)t + TASK_BODY, (char *)&fresh + TASK_BODY, sizeof *t - TASK_BODY);
     *out = t;
     return 0;
 }
@@ -823,7 +853,7 @@ static void task_close(struct task *t, uintptr_t sp)
     }
     else
         atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
-    munmap(t->buf, t->cap * sizeof *t->buf);
+    munmap(t->buf, (t->cap + NEW_FRAMES) * sizeof *t->buf);
     atomic_store_explicit(&t->state, FREE, memory_order_release);
 }
 
