@@ -144,6 +144,7 @@ int vms__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * The order is that in which the locks nest.
  */
 enum vms_fork_rank {
+    VMS_FORK_UNWIND,      /* fault: no thread inside libunwind (it holds the loader's lock) */
     VMS_FORK_RUN_OUTPUT,  /* preload: the table's output lock */
     VMS_FORK_TASK,        /* task: the reap list of detached threads */
     VMS_FORK_RUN_ROWS,    /* preload: the table's rows */

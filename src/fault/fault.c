@@ -650,7 +650,7 @@ static void warm_unwinder(void)
     unw_context_t ctx;
     unw_cursor_t c;
 
-    if (!vms__unwind_begin())
+    if (vms__unwind_begin())
         return;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
     if (unw_getcontext(&ctx) == 0 && unw_init_local(&c, &ctx) == 0)

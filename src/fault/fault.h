@@ -118,10 +118,12 @@ void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r);
 
 /*
  * Around every use of libunwind: its descriptors are kept at the top of
- * the range.  begin is false, and nothing may be unwound, when the program
- * has taken one of their numbers.  Async-signal-safe.
+ * the range, and fork waits for no thread to be inside it.  begin returns
+ * NULL, or why nothing may be unwound now (the program has taken one of
+ * the descriptors' numbers; a fork is under way); end only after NULL.
+ * Async-signal-safe.
  */
-bool vms__unwind_begin(void);
+const char *vms__unwind_begin(void);
 void vms__unwind_end(void);
 
 /* ---- registry.c ---- */

@@ -330,12 +330,15 @@ static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
     /* In memory (walk gets its address): what it holds survives a jump back from a nested fault. */
     struct trace t = {.b = b};
     sigjmp_buf env;
+    const char *why;
 
     vms__sb_str(b, "vmstack: Call Trace:\n");
-    if (!vms__unwind_begin()) {
+    if ((why = vms__unwind_begin())) {
         add_frame(&t, f->ip, false);
         end_trace(&t);
-        vms__sb_str(b, "vmstack:  (no unwinding: the program took libunwind's descriptors)\n");
+        vms__sb_str(b, "vmstack:  (no unwinding: ");
+        vms__sb_str(b, why);
+        vms__sb_str(b, ")\n");
         return;
     }
     if (sigsetjmp(env, 1) == 0) {

@@ -316,7 +316,7 @@ static uint32_t record(struct task *t, ucontext_t *uc)
     struct walk w = {.hi = t->hi, .first = true};
     uint32_t k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
-    bool unwinding = vms__unwind_begin();
+    bool unwinding = !vms__unwind_begin();
     bool ok = unwinding && unw_init_local2(&w.c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0;
 
     write_begin(t);
