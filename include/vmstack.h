@@ -563,7 +563,7 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * end the process at once.  A program's own libunwind use goes uncached.)
  * A kill never hangs the process: KILL is carried out only when no frame
  * of the faulting chain, up to the fiber's start routine, lies in libc,
- * the dynamic loader or vmstack (libc's lock-free mem* and str* aside),
+ * the dynamic loader or vmstack (libc's lock-free leaf routines such as memcpy and strlen aside),
  * where the fiber could hold a lock other tasks need; otherwise the
  * policy becomes ABORT and the last line says why.  A stack's overflow
  * handler (vms_stack_on_overflow) is called under the same rule, its

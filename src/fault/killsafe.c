@@ -8,7 +8,7 @@
  * chain, from the faulting instruction up to the task's entry, lies in
  * code that may hold a lock some other task needs: libc, the dynamic
  * loader, vmstack itself, or a sanitizer's runtime.  The lock-free leaf
- * routines of libc (mem*, str*, wmem*, wcs*) are allowed, and so are
+ * routines of libc (memcpy, strlen and the like, by name) are allowed, and so are
  * vmstack's own frames when the fault is the scheduler's stack probe
  * (vms__fiber_probing), which runs before vmstack takes or changes
  * anything for the fiber.  A chain that cannot be followed up to the
@@ -53,13 +53,35 @@ static bool locking_module(const char *m)
            starts_with(m, "liblsan");
 }
 
-/* libc's leaf routines that take no lock (their optimised variants start with "__"). */
+/*
+ * libc's leaf routines that take no lock (their optimised variants start
+ * with "__"), and a sanitizer's interceptors of them, which check shadow
+ * memory and call them ("__interceptor_memcpy", "__asan_memcpy").
+ */
 static bool lock_free_leaf(const char *name)
 {
+    static const char *const wrapper[] = {"__interceptor_", "___interceptor_", "__asan_", "__tsan_"};
+    static const char *const leaf[] = {
+        "memcpy", "memmove", "memset", "memcmp", "memchr", "memrchr", "mempcpy", "memmem", "bcmp",
+        "strlen", "strnlen", "strcpy", "strncpy", "strcat", "strncat", "strcmp", "strncmp", "strchr",
+        "strrchr", "strchrnul", "strstr", "strspn", "strcspn", "strpbrk", "stpcpy", "stpncpy", "rawmemchr",
+        "wmemcpy", "wmemmove", "wmemset", "wmemcmp", "wmemchr", "wcslen", "wcsnlen", "wcscpy", "wcsncpy",
+        "wcscmp", "wcsncmp", "wcschr", "wcsrchr", "wcscat", "wcsncat", "wcpcpy", "wcpncpy"};
+
+    for (size_t i = 0; name && i < sizeof wrapper / sizeof *wrapper; i++)
+        if (starts_with(name, wrapper[i]))
+            name += strlen(wrapper[i]);
     while (name && *name == '_')
         name++;
-    return starts_with(name, "mem") || starts_with(name, "str") || starts_with(name, "wmem") ||
-           starts_with(name, "wcs") || starts_with(name, "stp");
+    if (!name)
+        return false;
+    /* By name, not by prefix: strdup, memalign and strftime take locks. */
+    for (size_t i = 0; i < sizeof leaf / sizeof *leaf; i++) {
+        size_t n = strlen(leaf[i]);
+        if (strncmp(name, leaf[i], n) == 0 && (name[n] == '\0' || name[n] == '_' || name[n] == '@'))
+            return true;
+    }
+    return false;
 }
 
 /* vmstack linked statically into the program: its functions by their prefix. */
