@@ -4,6 +4,7 @@
  * write its table in a signal; only doubles go through snprintf.
  */
 #include "core/json.h"
+#include "core/internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -301,19 +302,7 @@ void vms__json_null(struct vms_json *j)
 
 int vms__json_sink_fd(void *ctx, const char *p, size_t n)
 {
-    int fd = *(int *)ctx;
-
-    while (n) {
-        ssize_t w = write(fd, p, n);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return vms__os_write_all(*(int *)ctx, p, n);
 }
 
 int vms__json_sink_file(void *ctx, const char *p, size_t n)

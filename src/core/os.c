@@ -191,3 +191,18 @@ int vms__os_dup_high(int fd)
     }
     return -1;
 }
+
+/* Writes all of p, through short writes and EINTR.  0 or -errno.  Async-signal-safe. */
+int vms__os_write_all(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}

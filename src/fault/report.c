@@ -559,19 +559,6 @@ void vms__set_report_writer(int (*w)(const char *text, size_t len))
     set_sink(2, NULL, NULL, w);
 }
 
-static void write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
 /* Pieces of a report to the fd or the writer (a callback gets the whole text at the end). */
 static void sink_write(const char *p, size_t len)
 {
@@ -580,7 +567,7 @@ static void sink_write(const char *p, size_t len)
     if (s && s->writer)
         s->writer(p, len);
     else if (!s || !s->fn)
-        write_all(s ? s->fd : 2, p, len);
+        vms__os_write_all(s ? s->fd : 2, p, len);
 }
 
 /*

@@ -68,18 +68,7 @@ int vms__out_write(const char *p, size_t len)
 {
     int fd = out_now();
 
-    if (fd < 0)
-        return -EBADF;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return fd < 0 ? -EBADF : vms__os_write_all(fd, p, len);
 }
 
 void vms__out_printf(const char *fmt, ...)

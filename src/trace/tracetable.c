@@ -495,7 +495,8 @@ void vms__trace_json(struct vms_json *j, const char *why)
 int vms_trace_report(int fd)
 {
     char *text = NULL;
-    size_t len = 0, done = 0;
+    size_t len = 0;
+    int rc;
     FILE *f;
 
     if (!atomic_load_explicit(&vms__trace_armed, memory_order_acquire))
@@ -506,16 +507,7 @@ int vms_trace_report(int fd)
     vms__trace_format(f, "vms_trace_report");
     fclose(f);
     /* One write where it fits, so that reports from two threads do not mix. */
-    while (done < len) {
-        ssize_t n = write(fd, text + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            free(text);
-            return vms__fail(errno ? errno : EIO, "vms_trace_report: write to fd %d failed", fd);
-        }
-        done += (size_t)n;
-    }
+    rc = vms__os_write_all(fd, text, len);
     free(text);
-    return 0;
+    return rc ? vms__fail(-rc, "vms_trace_report: write to fd %d failed", fd) : 0;
 }
