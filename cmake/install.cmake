@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What `cmake --install` puts where, and how other projects find it:
 # pkg-config's vmstack.pc, the CMake package vmstackConfig.cmake (targets
 # vmstack::vmstack and vmstack::vmstack_static, from an install or from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vmstack stacks for a coroutine library that takes allocator callbacks,
  * as minicoro does (mco_desc.alloc_cb / dealloc_cb / allocator_data).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * echo-client: a load generator for echo-server, also on vmstack fibers.
  *

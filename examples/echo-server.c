@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * echo-server: a TCP echo server on vmstack fibers, one fiber per
  * connection and one scheduler per thread.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # vmstack's gdb extension: fibers in gdb, as `info threads` / `thread N`
 # show threads, in a live process and in a core file.
 #

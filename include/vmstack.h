@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vmstack — virtually mapped, guarded, cached stacks for threads, fibers and
  * coroutines, after the Linux kernel's CONFIG_VMAP_STACK design.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * vmstack for C++17: header-only, optional, on top of vmstack.h.
  *

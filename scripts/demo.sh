@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Set-up in one command: install the packages, build, and run 'vmstack demo'.
 set -euo pipefail
 cd "$(dirname "$0")/.."

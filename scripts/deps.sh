@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what vmstack needs from Debian's packages (only what is missing).
 set -euo pipefail
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages (libvmstack0, libvmstack-dev, vmstack) with
 # dpkg-buildpackage from a copy of this tree, checks them with lintian
 # (errors fail, warnings are printed), unpacks them into a scratch root,

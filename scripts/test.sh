@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite: the default build in both guard modes, then
 # AddressSanitizer+UBSan in both guard modes, then ThreadSanitizer on the
 # concurrent tests.  Warnings are errors.  Exits non-zero on any failure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Minimal assertions for the tests: print where and what, then exit 1. */
 #ifndef VMS_CHECK_H
 #define VMS_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For tests of things that may end a process: run a function in a forked
  * child with its stderr captured, get its wait status and its text, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A program with known stack frames for the checkstack test: fixed arrays
  * of 64, 512, 4096 and 20000 bytes, a variable-length array, alloca,

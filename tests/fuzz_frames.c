@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzzing of checkstack's ELF and call-frame reader (frames_read: libelf,
  * libdw's CFI, the prologue decoder), which reads whatever binary a user

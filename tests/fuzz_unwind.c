@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzzing of the overflow handler's unwinding: a seeded mutation run in
  * which a fiber overflows its stack below frames that were damaged first.

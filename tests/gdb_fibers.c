@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The program the gdb extension is tested on (test_gdb.sh): 1,000 fibers
  * that wait, each in one of three known functions, and one more fiber that

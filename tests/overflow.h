@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the overflow tests share: functions that overflow a stack in the
  * ways the acceptance asks for, and the scenario dispatcher.  The functions

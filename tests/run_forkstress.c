@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run' and 'vmstack trace' (test_harden.sh): fork from a
  * process whose threads are busy creating, joining and detaching threads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A program linked with libvmstack.so, for 'vmstack run' (test_run_linked.sh):
  * prints what it sees of its own configuration, where its vms_* calls

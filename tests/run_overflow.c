@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run' (test_run.sh): a thread named "overflower" with start
  * routine overflow_thread recurses without end; or, with argument "main",

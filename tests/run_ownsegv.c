@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run' (test_run.sh): a program with its own SIGSEGV handler
  * catches its own faults (a NULL dereference, in main and in a thread)

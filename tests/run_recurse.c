@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run' (test_run.sh): a thread recurses N levels (argv[1],
  * default 100) of 1 KiB frames, then prints how deep it really went,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run --json' (test_run.sh): a thread whose 15-byte name ends
  * in the first byte of a two-byte character, as a name cut at the kernel's

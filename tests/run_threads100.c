@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run' (test_run.sh): 100 threads, every way a thread's stack
  * can end: 50 joined, 25 created detached, 25 detached by pthread_detach.

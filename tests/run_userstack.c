@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * For 'vmstack run' (test_run.sh): a thread on a stack of the program's own
  * (pthread_attr_setstack, 256 KiB from mmap, with a PROT_NONE page below)

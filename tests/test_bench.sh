@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # 'vmstack bench' in quick mode (VMSTACK_BENCH_QUICK=1): every benchmark
 # runs, the JSON has every key with numbers, and --plot writes valid PNGs.
 # Not a timing test: no figure is compared with a goal.

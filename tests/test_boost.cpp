@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // vmstack.hpp with Boost.Context, as a C++ program uses it:
 //   many      10,000 live continuations at once, with vmstack::stack_allocator
 //             given to boost::context::callcc directly and through

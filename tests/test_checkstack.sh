@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_checkstack.sh VMSTACK CC CS_FRAMES_C SHARED_LIB
 #
 # Compiles tests/cs_frames.c with CC and -fstack-usage at several

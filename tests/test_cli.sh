@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The vmstack command's contract: --help, exit codes, one-line usage errors,
 # the demo's figures, and bench alloc's JSON keys.
 set -u

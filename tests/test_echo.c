@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The echo server example under load, on loopback: CONNS connections open
  * at once, each echoing MSGS messages of random sizes up to 4 KiB with

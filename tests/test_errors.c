@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bad input gets a clear error and changes nothing: invalid sizes, foreign
  * pointers, double frees and stale handles, bad VMSTACK_* settings,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The overflow handler where the audit found it wanting: a kill that would
  * hang the process (overflow inside malloc while another thread allocates),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How fibers end and how they are joined: results; fibers joining fibers;
  * the canary kill with its report and kill hook where no guard is below a

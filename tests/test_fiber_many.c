@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 100,000 fibers alive at once, each on its own guarded stack: all spawned
  * before any runs, all yielding once in between, results joined; then as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scheduler: fibers yielding in interleaved order run in exactly the
  * expected (FIFO round-robin) sequence; fibers spawning fibers; names, ids

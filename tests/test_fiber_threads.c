@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fibers on several threads at once: each thread's scheduler runs only its
  * own fibers, handles do not cross threads (-EPERM), and the stacks move

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unwinders stop cleanly at a fiber's first frame: glibc's backtrace()
  * (the compiler's unwinder, from call-frame information), libunwind's local

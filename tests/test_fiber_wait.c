@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fibers that wait: park and wake (also across threads, and a wake that
  * comes first), sleep and timeouts, fd readiness, an fd closed while

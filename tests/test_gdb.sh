@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The gdb extension on gdb_fibers (1,000 waiting fibers and one running),
 #   core  the running fiber overflows under the abort policy; gdb in batch
 #         mode on the core file: bt shows the overflowing chain, and

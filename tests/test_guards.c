@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The first byte below and the first byte above every stack fault, in a
  * forked child (SIGSEGV); and so they do after the stacks were freed and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Eight threads allocate and free stacks of two sizes for a few seconds.
  * Every stack is marked with its owner, in a shared table and in the stack

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # 'vmstack run' changes nothing a program can observe, never hangs it and
 # never leaves it silently unprotected: one case per argument.
 # usage: test_harden.sh CASE VMSTACK BINDIR   (BINDIR holds the run_* programs)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the build into a temporary prefix, then builds and runs the
 # consumer program against it the three ways the README gives: with
 # pkg-config (shared library), with pkg-config --static and cc -static, and

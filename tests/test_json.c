@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The JSON writer: exact output for escapes, invalid UTF-8 (U+FFFD), NaN
  * and infinity (null), numbers and nesting; buffers far smaller than the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The layering rule, checked on the sources and on the compiled objects:
 # every #include of ours and every call into another file goes to the same
 # layer or one below it (README, "How the code is laid out").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A million live 64 KiB stacks, each written on one page.  With guard
  * markers (madvise mode) they cost a few VMAs in all; in mprotect mode the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fibers that overflow their stacks are reported and killed; everything
  * else goes on.  Each scenario runs in a child whose stderr is checked:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stacks of other coroutine libraries: a coroutine run with swapcontext on
  * a named vmstack stack, as minicoro or Boost.Context would run it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Faults that are not overflows are passed on untouched.
  *   null           a NULL dereference in a fiber, in a vmstack thread, and a

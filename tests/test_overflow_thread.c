@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Threads on vmstack stacks that overflow: reported, then the process dies
  * by SIGSEGV as if unhandled (policy abort, the default for threads).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # 'vmstack run' on small programs of the repo and on real programs.
 # usage: test_run.sh CASE VMSTACK BINDIR   (BINDIR holds the run_* programs)
 # Exit 0 pass, 1 fail, 77 skip (a real program is not installed).

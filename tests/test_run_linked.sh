@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # 'vmstack run' on a program linked with libvmstack.so: one library
 # instance per process (the program's calls and the run's threads share
 # it), and the program's own configuration wins over the run's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Size classes: any size up to 1 GiB is rounded up to a class that holds
  * it, at most 25% larger and never smaller than 16 KiB; stacks of hundreds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vms_thread_create / join / detach: the thread runs on a vmstack stack of
  * the asked size with its task record filled (kind, name, start; the tid

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_trace.sh VMSTACK CC TRACE_FRAMES_C
 #
 # 'vmstack trace' against the truth.  tests/trace_frames.c is built with CC

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_trace_exact.sh VMSTACK CC TRACE_EXACT_C INCLUDE_DIR LIBVMSTACK_SO
 #
 # The tracer's depth and chain against the truth, in the cases that a

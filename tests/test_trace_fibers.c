@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The stack tracer for fibers (vms_trace_enable, vms_trace_report): a
  * fiber 'deep' runs tf_f1 (1000-byte array) -> tf_f2 (3000) -> tf_recurse

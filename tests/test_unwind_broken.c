@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A fault inside the overflow handler's own unwinding: the report keeps the
  * frames it had found, ends the trace with "(unwinding failed)", and the

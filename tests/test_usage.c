@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vms_stack_used finds the deepest non-zero word without painting: exact on
  * fresh stacks, and with scrubbing on, exact again after warm reuse.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The x86-64 decoder behind checkstack: the instructions whose operands
  * checkstack reads, decoded field by field, then instruction lengths

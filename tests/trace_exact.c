@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Programs with known deepest points, for tests/test_trace_exact.sh, which
  * builds this file with -fstack-usage and runs it under 'vmstack trace'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A program with known frames for tests/test_trace.sh: a thread named
  * "frames" and the main thread each run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vmstack command's subcommands and their shared conventions. */
 #ifndef VMS_CMD_H
 #define VMS_CMD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack demo': the showcase on built-in defaults.  Every figure it prints
  * is measured in this run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The tool's companion files (the preload library, the Boost peers
  * module): next to the vmstack binary in a build tree, else in the

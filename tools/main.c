@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vmstack command: dispatches to its subcommands. */
 #include "cmd.h"
 #include "vmstack.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The option parser every subcommand shares (see cmd.h): getopt_long, with
  * its errors turned into the one-line usage error and exit status 2.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What /proc says about this process: VMAs, resident memory, open descriptors. */
 #ifndef VMS_PROC_H
 #define VMS_PROC_H

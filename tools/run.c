@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack run [options] -- PROG ARGS': runs an unmodified, dynamically
  * linked program with libvmstack-preload.so preloaded.  The options reach

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack trace [options] -- PROG ARGS': 'vmstack run' plus the stack
  * tracer.  The program runs under libvmstack-preload.so as with 'run'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The stack area: one reserved region of address space per stack geometry,
  * mapped in chunks as it fills, with a guard below every slot and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Handing stacks out and taking them back: per-CPU caches in front of a
  * global pool per region, as Linus asked for in front of vmalloc'd kernel

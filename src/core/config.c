@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Settings: built-in defaults, VMSTACK_* environment variables, validation,
  * and the one-time initialisation that probes the guard mechanism.

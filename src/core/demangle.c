@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * C++ names without a C++ dependency (see demangle.h).  libstdc++ exports
  * __cxa_demangle with C linkage; a C++ program has it loaded already, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * C++ names for reports, traces and checkstack, without a C++ dependency:
  * libstdc++'s __cxa_demangle is found at run time (already loaded in a C++

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The message behind the last negative errno a vmstack call returned in
  * this thread.  Library code never prints; callers print vms_last_error().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork() from a multithreaded process: the child gets one thread and a
  * copy of every lock as it was, so a lock some other thread held at that

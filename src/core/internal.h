@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces shared by the parts of libvmstack.  Names with a
  * double underscore (vms__) are internal and may change at any time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The JSON writer (see json.h): a caller's buffer, flushed through the
  * caller's sink.  Integers are formatted by hand so that the preload can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The operating-system layer: reserving address space, committing chunks,
  * installing guards, returning memory, and probing what the kernel really

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What AddressSanitizer, ThreadSanitizer and valgrind must be told about
  * fiber switches, so that they see one stack per fiber instead of a thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stack size classes: every requested size is rounded up to one of a fixed
  * set, so that a coroutine library asking for arbitrary sizes (a page more

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stack usage without painting, as the kernel's stack_not_used(): stacks
  * start zero-filled, so the deepest non-zero word marks the high-water

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The stack-overflow handler: the kernel's "BUG: stack guard page was hit",
  * then kill only the offender.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Interfaces between the parts of the overflow handler: fault.c
  * (handlers, classification, policies), report.c (the report), symbols.c

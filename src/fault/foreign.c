@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stacks of other coroutine libraries, first-class: a name for reports, a
  * per-stack overflow handler through which the runtime ends just the

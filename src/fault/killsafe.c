@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * May the overflowing task be killed?  Killing ends the task where it
  * stands and lets its scheduler go on, so whatever the task held stays

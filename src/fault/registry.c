@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stacks vmstack did not allocate but should report on: the main thread's
  * stack, glibc-allocated thread stacks under `vmstack run`.  vms__locate

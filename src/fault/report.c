@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The overflow report, after the kernel's oops: written from the signal
  * handler, so only async-signal-safe calls (write, prctl, gettid, sched_yield,

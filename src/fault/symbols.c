@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Symbols: user space's kallsyms, read only when a name is printed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libunwind's descriptors, kept out of the program's way.
  *

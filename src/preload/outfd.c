@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The preload's one descriptor: where the usage table, the overflow
  * reports and the preload's own notices go.  It is the program's stderr

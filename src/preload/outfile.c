@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack run --output FILE': the table replaces FILE as a whole, so FILE
  * never holds half a table.  'vmstack run' may run as root and FILE may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libvmstack-preload.so: 'vmstack run' for unmodified programs.
  *

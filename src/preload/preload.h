@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The preload layer: what libvmstack-preload.so adds to the library for
  * 'vmstack run' and 'vmstack trace'.  preload.c (the interposed pthread

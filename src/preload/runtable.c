@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The usage table of 'vmstack run': one row per thread (tid, name, start
  * routine, stack size, guard, peak use, % used), the main thread included,

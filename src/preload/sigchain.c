@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The program's own SIGSEGV and SIGBUS handlers under 'vmstack run'.
  *

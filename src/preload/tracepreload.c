@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack trace' in libvmstack-preload.so: the options from the
  * environment, and the tracer's start for the main thread and for each

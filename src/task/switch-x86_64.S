@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fiber context switch for x86-64 System V, after Boost.Context's
  * jump_fcontext: the callee-saved state is pushed on the stack being left,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The task layer's interfaces: fibers and their per-thread scheduler
  * (fiber.c, switch-x86_64.S) and threads on vmstack stacks (thread.c).

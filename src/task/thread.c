@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Threads on vmstack stacks: pthread_create with pthread_attr_setstack on a
  * guarded, cached stack, the task record filled for overflow reports, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fibers that wait: park and wake, timers, and readiness of file
  * descriptors, for the per-thread scheduler of fiber.c.

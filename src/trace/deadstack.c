@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dead stack: what a task's stack still holds below its live frames,
  * read when the task ends (or at exit).  The tracer zeroes a task's unused

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elfutils, opened when the tracer first needs it (see dw.h).  libdw's
  * handle also finds libelf's functions: dlsym searches a library's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elfutils (libdw, libelf) for the tracer, opened on first use.
  *

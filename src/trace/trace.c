@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The stack tracer: the ftrace stack tracer's deepest call chain, for
  * programs that were not rebuilt for it.

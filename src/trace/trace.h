@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The trace layer: the stack tracer, the ftrace stack tracer's "Depth Size
  * Location" table for unmodified programs, recorded with tripwires.  May

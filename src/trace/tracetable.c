@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The stack tracer's report, in the format of the kernel's
  * /sys/kernel/tracing/stack_trace:

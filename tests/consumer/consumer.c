@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A program that uses vmstack as an installed library would: the public
  * header only, linked with pkg-config or find_package(vmstack).  The

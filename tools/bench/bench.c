@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack bench': runs benchmarks, each measuring its variants side by
  * side in one run, and prints a table for people or one JSON object.

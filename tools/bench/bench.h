@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The benchmark framework of 'vmstack bench'.  A benchmark measures its
  * variants side by side in one run (interleaved repetitions, so machine

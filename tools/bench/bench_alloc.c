@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench alloc: one alloc + free of a 64 KiB stack that is written on one
  * page, as a task would.  Baselines: a malloc'd stack without guard, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench cache: what the per-CPU cache of stacks buys back -- the direct
  * analogue of Linus's answer to the clone() cost of vmalloc'd stacks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark variants in child processes.  vmstack's settings are read once
  * per process, so a variant with other VMSTACK_* settings (the cache off,

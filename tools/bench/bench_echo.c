@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench echo: the same TCP echo server on loopback written three ways, in
  * child processes, against one load generator (this process, one epoll

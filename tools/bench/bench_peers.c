@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench peers: vmstack against Boost.Context, the allocator a C++ runtime
  * author would otherwise pick, in one run.  Spawn: callcc + run + exit on

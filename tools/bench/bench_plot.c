@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 'vmstack bench --plot DIR': PNG plots drawn by gnuplot from the very
  * figures that go into the table and the JSON.  Benchmarks add bars and

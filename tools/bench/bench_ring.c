@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench ring: one turn in a ring of N fibers (each writes 256 bytes of its
  * stack, one byte per cache line, and yields), with stack colouring and

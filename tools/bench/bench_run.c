@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench run: what 'vmstack run' costs a thread-heavy program, start to end.
  * The program is this very binary ('vmstack bench --child runload', the

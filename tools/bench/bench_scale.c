@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench scale: a million live fibers.  The kernel's guard pages cost only a
  * page-table entry; here, in the default (madvise) mode, a guard is a PTE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench spawn: spawn + run to completion + join of a fiber that writes 256
  * bytes of its 64 KiB stack -- the article's clone() question, for fibers.

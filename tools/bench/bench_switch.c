@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench switch: one context switch in a ping-pong between two fibers,
  * vms_yield() against glibc's swapcontext(), which also saves and restores

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench thread: pthread_create + join of a thread that writes 256 bytes of
  * its stack -- the article's clone() question itself: what do guarded,

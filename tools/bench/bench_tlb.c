@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench tlb: the cost the article says "has not yet been measured" -- TLB
  * misses from reaching stacks through 4 KiB mappings instead of the direct

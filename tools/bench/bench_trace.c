@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench trace: what 'vmstack trace' costs a recursion-heavy program, start
  * to end.  The program is this very binary ('vmstack bench --child

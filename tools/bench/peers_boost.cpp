@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The Boost.Context side of 'vmstack bench peers': what a C++ runtime
  * author would write with Boost, built -O2 -DNDEBUG as a user builds it.

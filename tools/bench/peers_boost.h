@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Boost.Context, timed from C for 'vmstack bench peers' (peers_boost.cpp):
  * the same work as vmstack's spawn and switch benchmarks, on Boost's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vmstack checkstack: the kernel's scripts/checkstack.pl for user-space
  * binaries.  Lists functions by static frame size, largest first, marks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The functions of an ELF file (see elffuncs.h): the FDEs listed in
  * .eh_frame_hdr, named from the symbol tables (.symtab preferred, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The functions of an ELF file: names, addresses, sizes and machine code.
  * Functions are the entries of its call-frame information (every FDE of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Frame sizes from call-frame information, as checkstack.pl gets them from
  * disassembly.  The CFI states, for every instruction, how to find the CFA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Static stack frame sizes of the functions of an x86-64 ELF executable or
  * shared library, from its call-frame information (CFI) and its code: what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * x86-64 instruction length and operand decoding (64-bit mode only), after
  * the opcode maps of the Intel SDM volume 2, appendix A.  It knows which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A small x86-64 instruction decoder: lengths and operands, no mnemonics.
  * checkstack sweeps functions instruction by instruction with it, so that
