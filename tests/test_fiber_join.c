@@ -149,9 +149,7 @@ static void redirect(int sig, siginfo_t *si, void *ctx)
     uintptr_t top = (uintptr_t)(f->base + f->size);
 
     (void)sig, (void)si;
-    uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(((top - 256) & ~(uintptr_t)15) - 8);
-    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)vms__fiber_kill_current;
-    uc->uc_mcontext.gregs[REG_RDI] = VMS_FIBER_KILLED_OVERFLOW;
+    vms__uc_redirect(uc, top - 256, vms__fiber_kill_current, VMS_FIBER_KILLED_OVERFLOW);
 }
 
 static long deep_raise(int depth)

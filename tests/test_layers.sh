@@ -6,7 +6,7 @@
 # usage: test_layers.sh SRC_DIR OBJ_DIR...   (OBJ_DIR: where CMake put src/<layer>/*.o)
 set -u
 src=$1; shift
-layers="core task fault trace preload"   # bottom to top
+layers="arch core task fault trace preload"   # bottom to top
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 rank() { n=0; for l in $layers; do [ "$l" = "$1" ] && { echo $n; return; }; n=$((n + 1)); done; echo 99; }
@@ -14,7 +14,7 @@ rank() { n=0; for l in $layers; do [ "$l" = "$1" ] && { echo $n; return; }; n=$(
 # Includes: "layer/file.h" only of the same layer or below; no bare "file.h" across folders.
 for dir in $layers; do
     r=$(rank "$dir")
-    for f in "$src/$dir"/*.[chS]; do
+    for f in "$src/$dir"/*.[chS] "$src/$dir"/*/*.[chS]; do
         [ -e "$f" ] || continue
         grep -o '#include "[^"]*"' "$f" | sed 's/#include "\(.*\)"/\1/' | while read -r inc; do
             case $inc in

@@ -82,11 +82,6 @@ static pthread_key_t alt_key;
 
 /* ---- classification ---- */
 
-static uintptr_t reg(const struct vms_fault *f, int r)
-{
-    return (uintptr_t)f->uc->uc_mcontext.gregs[r];
-}
-
 /* The live task whose stack holds addr, if any. */
 static bool task_at(uintptr_t addr, struct vms_task *out)
 {
@@ -262,9 +257,9 @@ static bool classify(int sig, siginfo_t *si, ucontext_t *uc, struct vms_fault *f
     f->signo = sig;
     f->uc = uc;
     f->addr = (uintptr_t)si->si_addr;
-    f->ip = reg(f, REG_RIP);
-    f->sp = reg(f, REG_RSP);
-    f->bp = reg(f, REG_RBP);
+    f->ip = vms__uc_pc(uc);
+    f->sp = vms__uc_sp(uc);
+    f->bp = vms__uc_fp(uc);
     if (si->si_code <= 0) /* sent with kill() or sigqueue(), not a fault */
         return false;
     vms__locate((const void *)f->addr, &loc);
@@ -411,21 +406,10 @@ static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
     return f->kill_refused ? VMS_OUT_ABORT : o;
 }
 
-/*
- * The context returns into vms__fiber_kill_current(KILLED_OVERFLOW) near the
- * stack's top.  Not instrumented: under ASan that memory still carries the
- * redzones of the abandoned frames (the kill clears them).
- */
-__attribute__((no_sanitize_address)) static void redirect_to_kill(const struct vms_fault *f)
+/* The context returns into vms__fiber_kill_current(KILLED_OVERFLOW) near the stack's top. */
+static void redirect_to_kill(const struct vms_fault *f)
 {
-    greg_t *g = f->uc->uc_mcontext.gregs;
-    uintptr_t sp = ((f->hi - KILL_FRAME_GAP) & ~(uintptr_t)15) - 8;
-
-    *(uintptr_t *)sp = 0; /* no return address: backtraces end here */
-    g[REG_RSP] = (greg_t)sp;
-    g[REG_RBP] = 0;
-    g[REG_RDI] = VMS_FIBER_KILLED_OVERFLOW;
-    g[REG_RIP] = (greg_t)(uintptr_t)vms__fiber_kill_current;
+    vms__uc_redirect(f->uc, f->hi - KILL_FRAME_GAP, vms__fiber_kill_current, VMS_FIBER_KILLED_OVERFLOW);
 }
 
 /*
@@ -552,20 +536,6 @@ static bool on_own_altstack(void)
     return (uintptr_t)&here >= (uintptr_t)alt.base && (uintptr_t)&here < (uintptr_t)report_area;
 }
 
-/* Calls fn(arg) with the stack pointer at top (16-byte aligned), and comes back. */
-__attribute__((noinline)) static void call_on_stack(char *top, void (*fn)(void *), void *arg)
-{
-    __asm__ volatile("mov %%rsp, %%rbx\n\t"
-                     "mov %[top], %%rsp\n\t"
-                     "call *%[fn]\n\t"
-                     "mov %%rbx, %%rsp"
-                     : "+D"(arg)
-                     : [top] "r"(top), [fn] "r"(fn)
-                     : "rbx", "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0",
-                       "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-                       "xmm12", "xmm13", "xmm14", "xmm15");
-}
-
 struct switched {
     struct vms_fault *f;
     siginfo_t *si;
@@ -579,8 +549,9 @@ struct switched {
  * below our frames rather than at the top of the program's alternate
  * stack, where the kernel keeps the context we return through.
  */
-static void handle_switched(void *p)
+static void handle_switched(void *p, uintptr_t unused)
 {
+    (void)unused;
     struct switched *s = p;
     stack_t mine = {.ss_sp = alt.base, .ss_size = (size_t)(report_area - (char *)alt.base)};
 
@@ -600,7 +571,7 @@ static void handle_on_own_stack(struct vms_fault *f, siginfo_t *si)
         handle(f, si);
         return;
     }
-    call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s);
+    vms__call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s, 0);
     /* Back on the program's stack, which may be registered again now. */
     if (s.swapped)
         sigaltstack(&s.theirs, NULL);

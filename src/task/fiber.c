@@ -154,21 +154,13 @@ static inline void ring_del(struct vms_sched *s, struct vms_fiber_desc *f)
 /* An asm load: under ASan the lowest word may lie in a deep frame's redzone. */
 static inline bool canary_ok(const struct vms_fiber_desc *f)
 {
-    uint64_t v;
-
-    __asm__("movq %1, %0" : "=r"(v) : "m"(*(const uint64_t *)f->base));
-    return v == VMS_STACK_END_MAGIC;
+    return vms__arch_load_word(f->base) == VMS_STACK_END_MAGIC;
 }
 
 /* Touches the stack SWITCH_HEADROOM below the stack pointer (moved there, so valgrind sees no bad read). */
 static inline void stack_probe(void)
 {
-    __asm__ volatile("subq %0, %%rsp\n\t"
-                     "movq (%%rsp), %%rax\n\t"
-                     "addq %0, %%rsp"
-                     :
-                     : "i"(SWITCH_HEADROOM)
-                     : "rax");
+    vms__arch_probe_below(SWITCH_HEADROOM);
 }
 
 /* ---- switching ---- */
@@ -201,7 +193,7 @@ static inline void switch_to(struct vms_sched *s, struct vms_fiber_desc *from, s
     if (__builtin_expect(to->sp != NULL, 1))
         vms__switch(&from->sp, to->sp);
     else
-        vms__fiber_launch(&from->sp, to, to->top, &to->fpenv);
+        vms__fiber_launch(&from->sp, to, to->top, &to->fpenv, vms__fiber_main);
     arrived(s, from);
 }
 
@@ -373,8 +365,6 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
 {
     uint64_t id = new_id(s);
     vms_fiber_hook start_hook;
-    uint32_t mxcsr;
-    uint16_t fpucw;
 
     f->sp = NULL;
     f->base = base;
@@ -392,8 +382,7 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
     f->san_fake = NULL;
     f->san_tsan = vms__san_fiber_create();
     /* The spawner's floating-point control state, as Boost's make_fcontext gives. */
-    __asm__("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpucw));
-    f->fpenv = mxcsr | (uint64_t)fpucw << 32;
+    f->fpenv = vms__arch_fpenv();
     task->kind = VMS_TASK_FIBER;
     task->id = id;
     task->start = (void *)fn;

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The task layer's interfaces: fibers and their per-thread scheduler
- * (fiber.c, switch-x86_64.S) and threads on vmstack stacks (thread.c).
+ * (fiber.c, with arch's switch) and threads on vmstack stacks (thread.c).
  * May call core; reaches the layers above only through the hooks declared
  * here, which they register.
  */
 #ifndef VMS_TASK_H
 #define VMS_TASK_H
 
+#include "arch/arch.h"
 #include "core/internal.h"
 
 /*
@@ -86,9 +87,9 @@ extern _Atomic vms_fiber_hook vms__fiber_start_hook, vms__fiber_end_hook;
  * ready fiber or the scheduler; the stack goes back to the cache when the
  * fiber is joined (at once when detached).  Never returns.
  *   - Runs as ordinary code on the dying fiber's own stack, NOT inside a
- *     signal handler: the handler redirects the faulting context (RIP =
- *     vms__fiber_kill_current, RDI = status, RSP = 16-byte aligned minus 8,
- *     near the stack's top, which is intact) and returns, so the signal mask
+ *     signal handler: the handler redirects the faulting context into
+ *     vms__fiber_kill_current(status) as the outermost frame near the
+ *     stack's top, which is intact (vms__uc_redirect) and returns, so the signal mask
  *     is restored.  Anything deeper on the stack is abandoned.
  *   - Only when vms__fiber_current() is the fiber whose stack overflowed;
  *     with no current fiber it aborts.
@@ -143,17 +144,6 @@ void vms__sched_ready(struct vms_fiber_desc *f);
 bool vms__sched_owns(const struct vms_fiber_desc *f);
 bool vms__wait_idle(void);
 void vms__wait_forget(struct vms_fiber_desc *f);
-
-/*
- * switch-x86_64.S: vms__switch saves the callee-saved state on the current
- * stack, stores the stack pointer in *save_sp, and resumes the context
- * saved at to_sp.  vms__fiber_launch saves the same way, then calls
- * vms__fiber_main(f) on the fresh stack below top with the floating-point
- * control state *fpenv, and when that returns, resumes the context saved
- * at the stack pointer it returned.
- */
-void vms__switch(void **save_sp, void *to_sp);
-void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, const uint64_t *fpenv);
 
 /*
  * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread

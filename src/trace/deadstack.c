@@ -17,6 +17,7 @@
  * (vms__trace_on_altstack), so that this work overwrites nothing of the
  * dead stack it reads.
  */
+#include "arch/arch.h"
 #include "core/internal.h"
 #include "core/sanitizer.h"
 #include "trace/trace.h"
@@ -37,10 +38,10 @@
 #define ALTSTACK_NEEDED ((size_t)16 << 10)
 #define OWN_SLACK 256          /* below the stack pointer at the switch: the calls made before it */
 #define TOP_SLACK 64           /* a fiber's first frame: its zero return address this near the top */
-#define RED_ZONE 128           /* what a leaf function may use below its stack pointer (x86-64 ABI) */
+#define RED_ZONE VMS_ARCH_RED_ZONE /* what a leaf function may use below its stack pointer */
 #define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
 
-enum { DW_RBP = 6, DW_RSP = 7, DW_RA = 16 };
+enum { DW_RBP = VMS_DW_FP, DW_RSP = VMS_DW_SP, DW_RA = VMS_DW_RA };
 
 /* ---- the lowest written word, and zeroing ---- */
 
@@ -138,7 +139,7 @@ void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
     uintptr_t sp, top;
     stack_t ss;
 
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    sp = vms__arch_sp();
     if (sigaltstack(NULL, &ss) || (ss.ss_flags & (SS_DISABLE | SS_ONSTACK)) || ss.ss_size < ALTSTACK_NEEDED) {
         fn(arg, sp - OWN_SLACK); /* in place: what the task wrote right below here may be lost */
         return;
@@ -149,15 +150,7 @@ void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
     __asan_unpoison_memory_region(ss.ss_sp, ss.ss_size);
 #endif
     sp -= OWN_SLACK;
-    __asm__ volatile("mov %%rsp, %%rbx\n\t"
-                     "mov %[top], %%rsp\n\t"
-                     "call *%[fn]\n\t"
-                     "mov %%rbx, %%rsp"
-                     : "+D"(arg), "+S"(sp)
-                     : [fn] "r"(fn), [top] "r"(top)
-                     : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1", "xmm2",
-                       "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-                       "xmm14", "xmm15");
+    vms__call_on_stack((void *)top, fn, arg, sp);
 }
 
 /* ---- the process's code: executable segments and call-frame information ---- */
@@ -196,44 +189,10 @@ static bool is_code(uintptr_t a, size_t n)
     return false;
 }
 
-/* The length of the "call *r/m" (FF /2) whose ModRM byte is at p, or 0 if it is not one. */
-static unsigned indirect_call_len(const uint8_t *p)
-{
-    unsigned mod = p[0] >> 6, rm = p[0] & 7, len = 2;
-
-    if (((p[0] >> 3) & 7) != 2)
-        return 0;
-    if (mod == 3)
-        return len;
-    if (rm == 4) {
-        len++;
-        if (mod == 0 && (p[1] & 7) == 5)
-            len += 4;
-    }
-    if (mod == 1)
-        len += 1;
-    else if (mod == 2 || (mod == 0 && rm == 5))
-        len += 4;
-    return len;
-}
-
 /* Whether v is a return address: in code, right after a call instruction. */
 static bool is_return_address(uintptr_t v)
 {
-    const uint8_t *c = (const uint8_t *)v;
-
-    if (!is_code(v - 8, 8))
-        return false;
-    if (c[-5] == 0xe8)
-        return true;
-    for (unsigned k = 2; k <= 7; k++) {
-        if (c[-(int)k] == 0xff && indirect_call_len(c - k + 1) == k)
-            return true;
-        if (k >= 3 && c[-(int)k] >= 0x40 && c[-(int)k] <= 0x4f && c[-(int)k + 1] == 0xff &&
-            indirect_call_len(c - k + 2) == k - 1)
-            return true;
-    }
-    return false;
+    return is_code(v - VMS_CALL_BEFORE, VMS_CALL_BEFORE) && vms__arch_after_call(v);
 }
 
 /*
@@ -242,30 +201,7 @@ static bool is_return_address(uintptr_t v)
  */
 static uintptr_t call_target(uintptr_t ret)
 {
-    const uint8_t *c = (const uint8_t *)ret;
-    uintptr_t t;
-    int32_t rel;
-
-    if (c[-5] != 0xe8)
-        return 0;
-    memcpy(&rel, c - 4, sizeof rel);
-    t = ret + (uintptr_t)(intptr_t)rel;
-    if (!is_code(t, 16))
-        return t;
-    c = (const uint8_t *)t;
-    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
-        c += 4;
-    if (c[0] == 0xf2) /* bnd */
-        c++;
-    if (c[0] == 0xff && c[1] == 0x25) { /* jmp *GOT(%rip): a PLT stub */
-        uintptr_t slot, to;
-        memcpy(&rel, c + 2, sizeof rel);
-        slot = (uintptr_t)(c + 6) + (uintptr_t)(intptr_t)rel;
-        memcpy(&to, (const void *)slot, sizeof to);
-        if (is_code(to, 1))
-            return to;
-    }
-    return t;
+    return vms__arch_call_target(ret, is_code);
 }
 
 /*
@@ -368,31 +304,7 @@ static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
  */
 static uintptr_t fp_prologue_frame(uintptr_t entry)
 {
-    const uint8_t *c = (const uint8_t *)entry;
-    uintptr_t size = 16;
-    int32_t imm;
-
-    if (!is_code(entry, 32))
-        return 0;
-    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
-        c += 4;
-    if (c[0] != 0x55 || c[1] != 0x48 || c[2] != 0x89 || c[3] != 0xe5)
-        return 0;
-    for (c += 4; c < (const uint8_t *)entry + 24;) {
-        if (c[0] >= 0x50 && c[0] <= 0x57) {
-            size += 8, c++;
-        } else if (c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57) {
-            size += 8, c += 2;
-        } else if (c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xec) {
-            return size + c[3];
-        } else if (c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xec) {
-            memcpy(&imm, c + 3, sizeof imm);
-            return imm > 0 ? size + (uintptr_t)imm : size;
-        } else {
-            break;
-        }
-    }
-    return size;
+    return is_code(entry, VMS_PROLOGUE_BYTES) ? vms__arch_fp_prologue_frame(entry) : 0;
 }
 
 /*

@@ -338,8 +338,7 @@ static uint32_t record(struct task *t, ucontext_t *uc)
             t->buf[n] = seen[k - 1 - (n - base)];
     }
     if (n == 0)
-        t->buf[n++] = (struct vms_trace_frame){(uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
-                                               (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]};
+        t->buf[n++] = (struct vms_trace_frame){vms__uc_pc(uc), vms__uc_sp(uc)};
     t->n = n;
     t->inner_ret = false;
     t->faults++;
@@ -482,7 +481,7 @@ static void drop_prefault(struct task *t)
 /* Our own tripwire: record, warn, move on. */
 static void own_fault(struct task *t, uintptr_t wire, uintptr_t addr, ucontext_t *uc)
 {
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], used = addr < sp ? addr : sp;
+    uintptr_t sp = vms__uc_sp(uc), used = addr < sp ? addr : sp;
     uint32_t fresh = record(t, uc);
 
     if (t->who.kind == VMS_TASK_THREAD)
@@ -520,7 +519,7 @@ static struct task *wire_owner(uintptr_t addr, uintptr_t *wire)
  */
 static bool signal_blocked_by_wire(struct task *t, ucontext_t *uc)
 {
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    uintptr_t sp = vms__uc_sp(uc);
     uintptr_t wire = atomic_load_explicit(&t->wire, memory_order_acquire);
     char text[256];
     struct vms_sbuf s = {text, sizeof text, 0};
@@ -561,7 +560,7 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
         return false;
     if (!in_window(t, wire, addr))
         return true;
-    sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    sp = vms__uc_sp(uc);
     if (sp >= t->lo && sp < t->hi)
         own_fault(t, wire, addr, uc);
     else

@@ -88,15 +88,14 @@ vms__switch:
     .size   vms__switch, .-vms__switch
 
 /*
- * void *vms__fiber_main(struct vms_fiber_desc *f) runs a fiber and returns
- * the saved stack pointer of the context to resume after it.
- *
  * void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top,
- *                        const uint64_t *fpenv)
+ *                        const uint64_t *fpenv, void *(*main)(struct vms_fiber_desc *))
+ * main(f) runs a fiber and returns the saved stack pointer of the context
+ * to resume after it.
  * The first switch into a fiber: saves the current context as vms__switch
  * does, loads the fiber's initial MXCSR and x87 control word from *fpenv,
- * and CALLs vms__fiber_main on the new stack (top, 16-byte aligned); the
- * fiber ends by RETurning here, and the context vms__fiber_main names is
+ * and CALLs main on the new stack (top, 16-byte aligned); the
+ * fiber ends by RETurning here, and the context main names is
  * resumed as vms__switch would.  A call matched by its ret keeps the
  * processor's return-address predictor aligned, where returning into a
  * fresh stack (and leaving a dead one by a switch) mispredicts both times
@@ -124,13 +123,42 @@ vms__fiber_launch:
     fldcw   4(%rcx)
     xorl    %ebp, %ebp
     movq    %rsi, %rdi
-    call    vms__fiber_main
+    call    *%r8
 
     movq    %rax, %rsp
     .cfi_restore_state
     RESUME_FRAME
     .cfi_endproc
     .size   vms__fiber_launch, .-vms__fiber_launch
+
+/*
+ * void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg, uintptr_t arg2)
+ * The frame pointer keeps the way back (and the CFA) while fn runs on the other stack.
+ */
+    .globl  vms__call_on_stack
+    .hidden vms__call_on_stack
+    .type   vms__call_on_stack, @function
+    .p2align 4
+vms__call_on_stack:
+    .cfi_startproc
+    pushq   %rbp
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset rbp, 0
+    movq    %rsp, %rbp
+    .cfi_def_cfa_register rbp
+    movq    %rdi, %rsp
+    movq    %rsi, %rax
+    movq    %rdx, %rdi
+    movq    %rcx, %rsi
+    call    *%rax
+    movq    %rbp, %rsp
+    .cfi_def_cfa_register rsp
+    popq    %rbp
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore rbp
+    ret
+    .cfi_endproc
+    .size   vms__call_on_stack, .-vms__call_on_stack
 
 #endif
 

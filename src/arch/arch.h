@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The architecture layer, below core: the only code that names a register
+ * or decodes an instruction.  One folder per architecture holds the
+ * context switch and the fiber launch (switch.S), the interrupted
+ * context's registers and the kill redirect (context.c, regs.h), and the
+ * rules the dead-stack scan needs to recognise a call site (callsite.c).
+ * The layers above see only the functions declared here and the inline
+ * accessors of regs.h.
+ */
+#ifndef VMS_ARCH_H
+#define VMS_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#if defined(__x86_64__)
+#include "arch/x86_64/regs.h"
+#elif defined(__aarch64__)
+#include "arch/aarch64/regs.h"
+#else
+#error "vmstack supports x86-64 and aarch64"
+#endif
+
+struct vms_fiber_desc;
+
+/*
+ * switch.S: vms__switch saves the callee-saved state on the current stack,
+ * stores the stack pointer in *save_sp, and resumes the context saved at
+ * to_sp.  vms__fiber_launch saves the same way, then calls main(f) on the
+ * fresh stack below top (16-byte aligned) with the floating-point control
+ * state *fpenv (vms__arch_fpenv), and when main returns, resumes the
+ * context saved at the stack pointer it returned.  On the fiber's stack
+ * the launch is the outermost frame: backtraces stop there cleanly.
+ */
+void vms__switch(void **save_sp, void *to_sp);
+void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, const uint64_t *fpenv,
+                       void *(*main)(struct vms_fiber_desc *));
+
+/* switch.S: calls fn(arg, arg2) with the stack pointer at top (16-byte aligned), and comes back. */
+void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg, uintptr_t arg2);
+
+/*
+ * context.c: makes the interrupted context uc resume in fn(arg) on a fresh
+ * frame right below top, as the outermost frame (no return address, no
+ * frame pointer).  Writes to the stack below top.
+ */
+void vms__uc_redirect(ucontext_t *uc, uintptr_t top, void (*fn)(int), int arg);
+
+/*
+ * callsite.c: the dead-stack scan's rules.  The caller has checked that the
+ * VMS_CALL_BEFORE bytes before ret are code.  vms__arch_after_call: ret
+ * follows a call instruction.  vms__arch_call_target: the function a
+ * direct call returning to ret went to (through its PLT stub when is_code
+ * says the stub is code), 0 for an indirect call.
+ * vms__arch_fp_prologue_frame: the fixed frame of a function at entry that
+ * sets up a frame pointer, decoded from its first VMS_PROLOGUE_BYTES
+ * (checked to be code by the caller), where its call-frame information
+ * stops following the stack pointer; 0 when unknown.
+ */
+bool vms__arch_after_call(uintptr_t ret);
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t));
+uintptr_t vms__arch_fp_prologue_frame(uintptr_t entry);
+
+#endif

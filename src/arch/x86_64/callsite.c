@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* x86-64: the dead-stack scan's rules for call sites and frame-pointer prologues. */
+#include "arch/arch.h"
+
+#include <string.h>
+
+/* The length of the "call *r/m" (FF /2) whose ModRM byte is at p, or 0 if it is not one. */
+static unsigned indirect_call_len(const uint8_t *p)
+{
+    unsigned mod = p[0] >> 6, rm = p[0] & 7, len = 2;
+
+    if (((p[0] >> 3) & 7) != 2)
+        return 0;
+    if (mod == 3)
+        return len;
+    if (rm == 4) {
+        len++;
+        if (mod == 0 && (p[1] & 7) == 5)
+            len += 4;
+    }
+    if (mod == 1)
+        len += 1;
+    else if (mod == 2 || (mod == 0 && rm == 5))
+        len += 4;
+    return len;
+}
+
+bool vms__arch_after_call(uintptr_t ret)
+{
+    const uint8_t *c = (const uint8_t *)ret;
+
+    if (c[-5] == 0xe8)
+        return true;
+    for (unsigned k = 2; k <= 7; k++) {
+        if (c[-(int)k] == 0xff && indirect_call_len(c - k + 1) == k)
+            return true;
+        if (k >= 3 && c[-(int)k] >= 0x40 && c[-(int)k] <= 0x4f && c[-(int)k + 1] == 0xff &&
+            indirect_call_len(c - k + 2) == k - 1)
+            return true;
+    }
+    return false;
+}
+
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t))
+{
+    const uint8_t *c = (const uint8_t *)ret;
+    uintptr_t t;
+    int32_t rel;
+
+    if (c[-5] != 0xe8)
+        return 0;
+    memcpy(&rel, c - 4, sizeof rel);
+    t = ret + (uintptr_t)(intptr_t)rel;
+    if (!is_code(t, 16))
+        return t;
+    c = (const uint8_t *)t;
+    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
+        c += 4;
+    if (c[0] == 0xf2) /* bnd */
+        c++;
+    if (c[0] == 0xff && c[1] == 0x25) { /* jmp *GOT(%rip): a PLT stub */
+        uintptr_t slot, to;
+        memcpy(&rel, c + 2, sizeof rel);
+        slot = (uintptr_t)(c + 6) + (uintptr_t)(intptr_t)rel;
+        memcpy(&to, (const void *)slot, sizeof to);
+        if (is_code(to, 1))
+            return to;
+    }
+    return t;
+}
+
+/* "push %rbp; mov %rsp,%rbp", then pushes and "sub $N,%rsp": the CFA is rbp + 16 from the mov on. */
+uintptr_t vms__arch_fp_prologue_frame(uintptr_t entry)
+{
+    const uint8_t *c = (const uint8_t *)entry;
+    uintptr_t size = 16;
+    int32_t imm;
+
+    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+        c += 4;
+    if (c[0] != 0x55 || c[1] != 0x48 || c[2] != 0x89 || c[3] != 0xe5)
+        return 0;
+    for (c += 4; c < (const uint8_t *)entry + 24;) {
+        if (c[0] >= 0x50 && c[0] <= 0x57) {
+            size += 8, c++;
+        } else if (c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57) {
+            size += 8, c += 2;
+        } else if (c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xec) {
+            return size + c[3];
+        } else if (c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xec) {
+            memcpy(&imm, c + 3, sizeof imm);
+            return imm > 0 ? size + (uintptr_t)imm : size;
+        } else {
+            break;
+        }
+    }
+    return size;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* x86-64: the registers of an interrupted context, and small register-level helpers (included by arch/arch.h). */
+#ifndef VMS_ARCH_X86_64_REGS_H
+#define VMS_ARCH_X86_64_REGS_H
+
+#include <stdint.h>
+#include <ucontext.h>
+
+/* What a leaf function may use below its stack pointer (System V ABI). */
+#define VMS_ARCH_RED_ZONE 128
+/* DWARF register numbers: the frame pointer, the stack pointer, the return address column. */
+#define VMS_DW_FP 6
+#define VMS_DW_SP 7
+#define VMS_DW_RA 16
+/* Bytes before a return address that the call-site rules read; bytes of a prologue they decode. */
+#define VMS_CALL_BEFORE 8
+#define VMS_PROLOGUE_BYTES 32
+
+static inline uintptr_t vms__uc_pc(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+}
+
+static inline uintptr_t vms__uc_sp(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+}
+
+static inline uintptr_t vms__uc_fp(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+}
+
+/* The return address when it is in a register (not on x86-64: the call pushed it). */
+static inline uintptr_t vms__uc_ra(const ucontext_t *uc)
+{
+    (void)uc;
+    return 0;
+}
+
+/* The current stack pointer. */
+static inline uintptr_t vms__arch_sp(void)
+{
+    uintptr_t sp;
+
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    return sp;
+}
+
+/* A load the compiler cannot see (under ASan the word may lie in a dead frame's redzone). */
+static inline uint64_t vms__arch_load_word(const void *p)
+{
+    uint64_t v;
+
+    __asm__("movq %1, %0" : "=r"(v) : "m"(*(const uint64_t *)p));
+    return v;
+}
+
+/* Touches the stack n bytes below the stack pointer (moved there, so valgrind sees no bad read). */
+#define vms__arch_probe_below(n)                                                                                     \
+    __asm__ volatile("subq %0, %%rsp\n\t"                                                                            \
+                     "movq (%%rsp), %%rax\n\t"                                                                       \
+                     "addq %0, %%rsp"                                                                                \
+                     :                                                                                               \
+                     : "i"(n)                                                                                        \
+                     : "rax")
+
+/* The floating-point control state a new fiber starts with: this thread's MXCSR | x87 control word << 32. */
+static inline uint64_t vms__arch_fpenv(void)
+{
+    uint32_t mxcsr;
+    uint16_t fpucw;
+
+    __asm__("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpucw));
+    return mxcsr | (uint64_t)fpucw << 32;
+}
+
+#endif
