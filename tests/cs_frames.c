@@ -85,7 +85,11 @@ NOINLINE int frame_restore(int x)
     volatile char b[256];
 
     cs_sink(b, sizeof b);
+#if defined(__aarch64__)
+    __asm__ volatile("mov x13, sp\n\tsub sp, sp, #64\n\tmov sp, x13" ::: "x13", "memory");
+#else
     __asm__ volatile("mov %%rsp, %%r13\n\tsub $64, %%rsp\n\tmov %%r13, %%rsp" ::: "r13", "memory");
+#endif
     return b[x & 255];
 }
 

@@ -214,6 +214,21 @@ static void sigstksz(void)
  */
 void cfi_liar(void);
 char *liar_cfa; /* an inaccessible page: libunwind's own address check (mincore) lets it through */
+#if defined(__aarch64__)
+__asm__(".text\n"
+        ".globl cfi_liar\n"
+        ".type cfi_liar, %function\n"
+        "cfi_liar:\n"
+        ".cfi_startproc\n"
+        "    adrp x2, liar_cfa\n"
+        "    ldr x2, [x2, :lo12:liar_cfa]\n"
+        ".cfi_def_cfa x2, 16\n"
+        "1:  sub sp, sp, #4096\n"
+        "    str xzr, [sp]\n"
+        "    b 1b\n"
+        ".cfi_endproc\n"
+        ".size cfi_liar, .-cfi_liar\n");
+#else
 __asm__(".text\n"
         ".globl cfi_liar\n"
         ".type cfi_liar, @function\n"
@@ -226,6 +241,7 @@ __asm__(".text\n"
         "    jmp 1b\n"
         ".cfi_endproc\n"
         ".size cfi_liar, .-cfi_liar\n");
+#endif
 
 static void *liar_fiber(void *unused)
 {

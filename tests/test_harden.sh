@@ -242,7 +242,7 @@ checkstack_inputs)
     [ "$rc" = 1 ] && grep -q 'fifo: not a regular file' "$tmp/err" || fail "FIFO: exit $rc: $(cat "$tmp/err")"
     { printf '\177ELF\001\001\001\000\000\000\000\000\000\000\000\000\002\000\003\000'; head -c 52 /dev/zero; } > "$tmp/elf32"
     "$vmstack" checkstack "$tmp/elf32" 2> "$tmp/err"; rc=$?
-    [ "$rc" = 1 ] && grep -q 'elf32: not an x86-64 ELF file' "$tmp/err" || fail "32-bit ELF: exit $rc: $(cat "$tmp/err")"
+    [ "$rc" = 1 ] && grep -q 'elf32: not an x86-64 or aarch64 ELF file' "$tmp/err" || fail "32-bit ELF: exit $rc: $(cat "$tmp/err")"
     ;;
 *)
     fail "unknown case"

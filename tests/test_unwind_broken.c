@@ -43,6 +43,31 @@
  * callee's own CFI gives it back to the unwinder unchanged.
  */
 long liar_call(long (*fn)(long), long arg, char *page);
+#if defined(__aarch64__)
+/* The same on aarch64: x19 = page, CFA = x19 + 4, x30 saved at CFA - 8. */
+__asm__(".text\n"
+        ".globl liar_call\n"
+        ".type liar_call, %function\n"
+        "liar_call:\n"
+        ".cfi_startproc\n"
+        "    stp x19, x30, [sp, #-16]!\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset x19, -16\n"
+        ".cfi_offset x30, -8\n"
+        "    mov x19, x2\n"
+        ".cfi_def_cfa x19, 4\n"
+        "    mov x3, x0\n"
+        "    mov x0, x1\n"
+        "    blr x3\n"
+        ".cfi_def_cfa sp, 16\n"
+        "    ldp x19, x30, [sp], #16\n"
+        ".cfi_def_cfa_offset 0\n"
+        ".cfi_restore x19\n"
+        ".cfi_restore x30\n"
+        "    ret\n"
+        ".cfi_endproc\n"
+        ".size liar_call, .-liar_call\n");
+#else
 __asm__(".text\n"
         ".globl liar_call\n"
         ".type liar_call, @function\n"
@@ -61,6 +86,7 @@ __asm__(".text\n"
         "    ret\n"
         ".cfi_endproc\n"
         ".size liar_call, .-liar_call\n");
+#endif
 
 /*
  * A readable page, then one made inaccessible as the stacks' guards are:

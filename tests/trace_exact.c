@@ -51,7 +51,11 @@ static inline uintptr_t stack_pointer(void)
 {
     uintptr_t sp;
 
+#if defined(__aarch64__)
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+#else
     __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#endif
     return sp;
 }
 

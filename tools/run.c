@@ -283,15 +283,23 @@ static bool find_program(const char *prog, char *out, size_t n)
     return false;
 }
 
-/* NULL if path is a dynamically linked x86-64 ELF program, else why not. */
+#if defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#define NOT_HOST "is not an arm64 program: the preload library cannot load into it"
+#else
+#define HOST_MACHINE EM_X86_64
+#define NOT_HOST "is not an x86-64 program: the preload library cannot load into it"
+#endif
+
+/* NULL if path is a dynamically linked ELF program of this machine, else why not. */
 static const char *elf_problem(int fd)
 {
     Elf64_Ehdr eh;
 
     if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG))
         return "is neither an ELF program nor a #! script";
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
-        return "is not an x86-64 program: the preload library cannot load into it";
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != HOST_MACHINE)
+        return NOT_HOST;
     for (int i = 0; i < eh.e_phnum; i++) {
         Elf64_Phdr ph;
         if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) != (ssize_t)sizeof ph)

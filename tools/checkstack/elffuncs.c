@@ -351,8 +351,9 @@ int elf_funcs_open(struct elf_funcs *f, const char *path, char *err, size_t errl
     if (!f->elf || elf_kind(f->elf) != ELF_K_ELF)
         return fail(f, err, errlen, "not an ELF file");
     /* Before the symbols: a 32-bit file would read as one without them ("stripped"). */
-    if (gelf_getclass(f->elf) != ELFCLASS64 || elf64_getehdr(f->elf)->e_machine != EM_X86_64)
-        return fail(f, err, errlen, "not an x86-64 ELF file (checkstack decodes x86-64 code only)");
+    if (gelf_getclass(f->elf) != ELFCLASS64 ||
+        (elf64_getehdr(f->elf)->e_machine != EM_X86_64 && elf64_getehdr(f->elf)->e_machine != EM_AARCH64))
+        return fail(f, err, errlen, "not an x86-64 or aarch64 ELF file (checkstack decodes their code only)");
     f->symtab = ".symtab";
     scn = find_section(f->elf, SHT_SYMTAB);
     if (!scn || collect(f, scn) || !f->n) {

@@ -12,6 +12,7 @@
  */
 #include "frames.h"
 
+#include "a64insn.h"
 #include "x86insn.h"
 
 #include <dwarf.h>
@@ -372,6 +373,36 @@ static bool analyse(const struct frames *fr, struct frame_fn *f)
     return true;
 }
 
+/*
+ * aarch64: no return address is pushed, and -fstack-usage is the largest
+ * CFA offset from sp.  Where the CFA follows x29 (alloca, VLA), the
+ * prologue's own fixed frame is decoded.
+ */
+static bool analyse_a64(const struct frames *fr, struct frame_fn *f)
+{
+    const struct elf_func *fn = f->fn;
+    uint64_t a = fn->addr, end = fn->addr + fn->size;
+    int64_t max = 0;
+    struct cfa_row row;
+
+    if (!cfa_row(fr, a, &row))
+        return false;
+    do {
+        int64_t depth = row.off;
+
+        if (row.reg == A64_DWARF_FP) {
+            int64_t p = a64_prologue_frame(fn->code, fn->size);
+            depth = p > depth ? p : depth;
+        }
+        if ((row.reg == A64_DWARF_SP || row.reg == A64_DWARF_FP) && depth > max)
+            max = depth;
+        a = row.end > a ? row.end : a + 1;
+    } while (a < end && cfa_row(fr, a, &row));
+    f->frame = (unsigned long)max;
+    a64_sweep(fn->code, fn->size, &f->dynamic, &f->probes);
+    return true;
+}
+
 static int fail(struct frames *fr, char *err, size_t errlen, const char *msg)
 {
     snprintf(err, errlen, "%s", msg);
@@ -385,8 +416,8 @@ static const char *check_kind(Elf *elf)
 
     if (!gelf_getehdr(elf, &eh))
         return "cannot read its ELF header";
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
-        return "not an x86-64 ELF file (checkstack decodes x86-64 code only)";
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
+        return "not an x86-64 or aarch64 ELF file (checkstack decodes their code only)";
     if (eh.e_type == ET_REL)
         return "is an object file: link it first (checkstack reads executables and shared libraries)";
     if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
@@ -398,11 +429,14 @@ int frames_read(struct frames *fr, const char *path, char *err, size_t errlen)
 {
     const char *why;
 
+    GElf_Ehdr eh;
+
     memset(fr, 0, sizeof *fr);
     if (elf_funcs_open(&fr->elf, path, err, errlen))
         return -1;
     if ((why = check_kind(fr->elf.elf)))
         return fail(fr, err, errlen, why);
+    fr->a64 = gelf_getehdr(fr->elf.elf, &eh) && eh.e_machine == EM_AARCH64;
     fr->eh = dwarf_getcfi_elf(fr->elf.elf);
     fr->dw = dwarf_begin_elf(fr->elf.elf, DWARF_C_READ, NULL);
     fr->dbg = fr->dw ? dwarf_getcfi(fr->dw) : NULL;
@@ -412,7 +446,7 @@ int frames_read(struct frames *fr, const char *path, char *err, size_t errlen)
         return fail(fr, err, errlen, "out of memory");
     for (size_t i = 0; i < fr->elf.n; i++) {
         fr->v[fr->n].fn = &fr->elf.v[i];
-        if (analyse(fr, &fr->v[fr->n]))
+        if ((fr->a64 ? analyse_a64 : analyse)(fr, &fr->v[fr->n]))
             fr->n++;
         else
             fr->nocfi++;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Static stack frame sizes of the functions of an x86-64 ELF executable or
+ * Static stack frame sizes of the functions of an x86-64 or aarch64 ELF executable or
  * shared library, from its call-frame information (CFI) and its code: what
  * 'vmstack checkstack' prints, reusable by other tools.
  */
@@ -33,6 +33,7 @@ struct frames {
     struct frame_fn *v;   /* the functions that have CFI, by address */
     size_t n;
     size_t nocfi;         /* functions without CFI (mostly hand-written assembly), left out */
+    bool a64;             /* aarch64 code (else x86-64) */
 };
 
 /*

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* aarch64: the registers of an interrupted context, and small register-level helpers (included by arch/arch.h). */
+#ifndef VMS_ARCH_AARCH64_REGS_H
+#define VMS_ARCH_AARCH64_REGS_H
+
+#include <stdint.h>
+#include <ucontext.h>
+
+/* AAPCS64 has no red zone: nothing below the stack pointer is live. */
+#define VMS_ARCH_RED_ZONE 0
+/* DWARF register numbers: the frame pointer x29, sp, the return address column x30. */
+#define VMS_DW_FP 29
+#define VMS_DW_SP 31
+#define VMS_DW_RA 30
+/* Bytes before a return address that the call-site rules read; bytes of a prologue they decode. */
+#define VMS_CALL_BEFORE 4
+#define VMS_PROLOGUE_BYTES 32
+
+static inline uintptr_t vms__uc_pc(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.pc;
+}
+
+static inline uintptr_t vms__uc_sp(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.sp;
+}
+
+static inline uintptr_t vms__uc_fp(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.regs[29];
+}
+
+/* The link register: a leaf function's return address is only there. */
+static inline uintptr_t vms__uc_ra(const ucontext_t *uc)
+{
+    return (uintptr_t)uc->uc_mcontext.regs[30];
+}
+
+/* The current stack pointer. */
+static inline uintptr_t vms__arch_sp(void)
+{
+    uintptr_t sp;
+
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    return sp;
+}
+
+/* A load the compiler cannot see (under ASan the word may lie in a dead frame's redzone). */
+static inline uint64_t vms__arch_load_word(const void *p)
+{
+    uint64_t v;
+
+    __asm__("ldr %0, %1" : "=r"(v) : "m"(*(const uint64_t *)p));
+    return v;
+}
+
+/* Touches the stack n bytes below the stack pointer (moved there, so valgrind sees no bad read). */
+#define vms__arch_probe_below(n)                                                                                     \
+    __asm__ volatile("sub sp, sp, %0\n\t"                                                                            \
+                     "ldr x16, [sp]\n\t"                                                                             \
+                     "add sp, sp, %0"                                                                                \
+                     :                                                                                               \
+                     : "i"(n)                                                                                        \
+                     : "x16", "memory")
+
+/* The floating-point control state a new fiber starts with: this thread's FPCR (rounding, flush-to-zero). */
+static inline uint64_t vms__arch_fpenv(void)
+{
+    uint64_t fpcr;
+
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return fpcr;
+}
+
+/* A code address with its pointer-authentication code, if any, removed (xpaclri: a no-op before v8.3). */
+static inline uintptr_t vms__arch_strip(uintptr_t v)
+{
+    register uintptr_t lr __asm__("x30") = v;
+
+    __asm__("hint 7" : "+r"(lr));
+    return lr;
+}
+
+#endif
