@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * vmstack for C++17: header-only, optional, on top of vmstack.h.
+ * vmstack for C++11 and later: header-only, optional, on top of vmstack.h.
  *
  *   vmstack::stack            a guarded stack, freed when the object goes
  *   vmstack::error            what the calls throw: the errno value and the
@@ -80,12 +80,12 @@ public:
             throw error(rc);
         }
     }
-    stack(stack &&o) noexcept : st_(std::exchange(o.st_, vms_stack{})) {}
+    stack(stack &&o) noexcept : st_(take(o.st_)) {}
     stack &operator=(stack &&o) noexcept
     {
         if (this != &o) {
             reset();
-            st_ = std::exchange(o.st_, vms_stack{});
+            st_ = take(o.st_);
         }
         return *this;
     }
@@ -112,9 +112,17 @@ public:
             throw error(rc);
     }
     /* Gives the stack up without freeing it; free it with vms_stack_free(_sp). */
-    vms_stack release() noexcept { return std::exchange(st_, vms_stack{}); }
+    vms_stack release() noexcept { return take(st_); }
 
 private:
+    /* std::exchange(st, vms_stack{}), which C++11 lacks. */
+    static vms_stack take(vms_stack &st) noexcept
+    {
+        vms_stack old = st;
+
+        st = vms_stack();
+        return old;
+    }
     void reset() noexcept
     {
         if (st_.base)
@@ -313,7 +321,7 @@ continuation callcc(const char *name, Fn &&fn, std::size_t size)
 {
     continuation k;
 
-    k.g_ = std::make_unique<detail::guard>();
+    k.g_.reset(new detail::guard());
     detail::guard *g = k.g_.get();
     continuation::attach();
     k.guarded([&] {
