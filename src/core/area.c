@@ -297,19 +297,44 @@ int vms_stack_tainted(const vms_stack *st)
     return atomic_load_explicit(&loc.region->slots[loc.slot].tainted, memory_order_acquire) == live;
 }
 
+/*
+ * The top of a stack is the first byte above it: the lowest byte of the
+ * next slot's guard, or of the chunk's trailing guard (which locates to
+ * the chunk's last slot).  Found from the one lookup, without a second.
+ */
+static void locate_top(const void *addr, struct vms_loc *loc)
+{
+    struct vms_region *r = loc->region;
+    uint32_t below = loc->slot;
+
+    if (loc->where == VMS_AT_GUARD_BELOW) {
+        if (below % r->chunk_slots == 0)
+            return;
+        below--;
+    } else if (loc->where != VMS_AT_GUARD_ABOVE) {
+        return;
+    }
+    /* Slots never handed out have no base yet. */
+    if (r->slots[below].base && (const char *)addr == r->slots[below].base + r->stack_size) {
+        loc->where = VMS_AT_STACK;
+        loc->slot = below;
+    }
+}
+
 int vms_stack_free_sp(void *addr)
 {
     struct vms_loc loc;
     vms_stack st;
 
     vms__locate(addr, &loc);
-    if (loc.where != VMS_AT_STACK) /* the top of a stack is the first byte above it */
-        vms__locate((char *)addr - 1, &loc);
+    if (loc.where != VMS_AT_STACK)
+        locate_top(addr, &loc);
     if (loc.where != VMS_AT_STACK ||
         (uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != VMS_SLOT_LIVE)
         return vms__fail(EINVAL, "%p is on no live vmstack stack: foreign pointer, or freed already", addr);
+    /* The handle comes from the table: no need to check it as vms_stack_free checks a caller's. */
     vms__fill_handle(loc.region, loc.slot, &st);
-    return vms_stack_free(&st);
+    return vms__stack_give(&st);
 }
 
 struct vms_task *vms__task_of(const vms_stack *st)
