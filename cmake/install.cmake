@@ -46,6 +46,15 @@ configure_file(${VMS_GDB_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/${VMS_SO_FILE}-gdb.
 
 # pkg-config: the shared library names its dependencies itself; a static
 # link needs them (and, through their own .pc files, zlib, liblzma, bzip2).
+# The prefix is found from the .pc file's own place (${pcfiledir}), so the
+# file is right for whatever --prefix `cmake --install` is given.
+if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
+  set(VMS_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+else()
+  file(RELATIVE_PATH VMS_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+  string(REGEX REPLACE "/$" "" VMS_PC_UP ${VMS_PC_UP})
+  set(VMS_PC_PREFIX "\${pcfiledir}/${VMS_PC_UP}")
+endif()
 if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
   set(VMS_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})
 else()

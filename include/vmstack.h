@@ -38,6 +38,19 @@ extern "C" {
 /* Marks the library's exported functions; everything else stays hidden. */
 #define VMS_API __attribute__((visibility("default")))
 
+/*
+ * The header is C89 with GNU extensions (__inline__, as gcc and clang
+ * accept in every C mode), C99 and later, and C++98 and later: a C89
+ * program includes it as it is, and C++ sees no C-style cast.
+ */
+#ifdef __cplusplus
+#define VMS_INLINE inline
+#define VMS_CAST(type, value) static_cast<type>(value)
+#else
+#define VMS_INLINE __inline__
+#define VMS_CAST(type, value) ((type)(value))
+#endif
+
 #define VMS_VERSION_MAJOR 0
 #define VMS_VERSION_MINOR 1
 #define VMS_VERSION_PATCH 0
@@ -152,9 +165,9 @@ typedef struct vms_stack {
     uint32_t gen;
 } vms_stack;
 
-static inline void *vms_stack_top(const vms_stack *st)
+static VMS_INLINE void *vms_stack_top(const vms_stack *st)
 {
-    return (char *)st->base + st->size;
+    return VMS_CAST(char *, st->base) + st->size;
 }
 
 /*
@@ -300,7 +313,7 @@ typedef struct vms_fiber_opts {
 typedef enum vms_fiber_end {
     VMS_FIBER_RETURNED = 1,      /* its function returned */
     VMS_FIBER_KILLED_OVERFLOW,   /* killed: it ran into the guard below its stack */
-    VMS_FIBER_KILLED_CANARY,     /* killed: the canary at its stack end was overwritten */
+    VMS_FIBER_KILLED_CANARY      /* killed: the canary at its stack end was overwritten */
 } vms_fiber_end;
 
 typedef struct vms_fiber_status {
@@ -354,7 +367,7 @@ VMS_API int vms_run(void);
 VMS_API vms_fiber vms_fiber_current(void);
 
 /* A fiber's id; also in reports.  Ids are never reused. */
-static inline uint64_t vms_fiber_id(vms_fiber f)
+static VMS_INLINE uint64_t vms_fiber_id(vms_fiber f)
 {
     return f.id;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * vmstack for C++17: header-only, optional, on top of vmstack.h.
+ * vmstack for C++11 and later: header-only, optional, on top of vmstack.h.
  *
  *   vmstack::stack            a guarded stack, freed when the object goes
  *   vmstack::error            what the calls throw: the errno value and the
@@ -24,10 +24,13 @@
  *     while (c.resume()) { ... }      // false once it returned or overflowed
  *     if (c.overflowed()) { ... }     // it was ended by a stack overflow
  *
- * How a continuation is ended: resume() (and callcc, which runs it up to
- * its first suspension) marks a recovery point (setjmp) on the resuming
- * side and registers the stack's overflow handler (vms_stack_on_overflow).
- * On an overflow, after the report, the handler longjmps from the
+ * How a continuation is ended: callcc gives its stack an overflow handler
+ * (vms_stack_on_overflow) and keeps the recovery point in the top 256
+ * bytes of the stack itself, above Boost's record, where an overflow (which
+ * runs down into the guard below the stack) cannot reach it: no heap
+ * allocation per continuation.  resume() (and callcc, which runs it up to
+ * its first suspension) marks the recovery point (setjmp) on the resuming
+ * side.  On an overflow, after the report, the handler longjmps from the
  * alternate signal stack back to that point; the continuation is then
  * empty, its stack freed, and resume() returns false.
  *
@@ -80,12 +83,12 @@ public:
             throw error(rc);
         }
     }
-    stack(stack &&o) noexcept : st_(std::exchange(o.st_, vms_stack{})) {}
+    stack(stack &&o) noexcept : st_(take(o.st_)) {}
     stack &operator=(stack &&o) noexcept
     {
         if (this != &o) {
             reset();
-            st_ = std::exchange(o.st_, vms_stack{});
+            st_ = take(o.st_);
         }
         return *this;
     }
@@ -112,9 +115,17 @@ public:
             throw error(rc);
     }
     /* Gives the stack up without freeing it; free it with vms_stack_free(_sp). */
-    vms_stack release() noexcept { return std::exchange(st_, vms_stack{}); }
+    vms_stack release() noexcept { return take(st_); }
 
 private:
+    /* std::exchange(st, vms_stack{}), which C++11 lacks. */
+    static vms_stack take(vms_stack &st) noexcept
+    {
+        vms_stack old = st;
+
+        st = vms_stack();
+        return old;
+    }
     void reset() noexcept
     {
         if (st_.base)
@@ -164,13 +175,20 @@ private:
 
 namespace detail {
 
-/* A continuation's recovery point, kept off its stack. */
+/*
+ * A continuation's recovery point, kept at the very top of its own stack,
+ * above the record Boost keeps there: out of an overflow's reach (an
+ * overflow runs down into the guard below the stack), freed with the
+ * stack, and no heap allocation per continuation.
+ */
 struct guard {
     std::jmp_buf recover;
-    bool armed = false;
-    bool overflowed = false;
-    vms_stack st{};
+    bool armed;
+    vms_stack st;
 };
+
+/* Bytes taken from a stack's top for its guard; the stack pointer below stays 64-byte aligned. */
+static const std::size_t guard_room = (sizeof(guard) + 63) & ~static_cast<std::size_t>(63);
 
 /* Called by vmstack on the alternate stack after the report; leaves for the recovery point. */
 inline void end_continuation(const vms_overflow *, void *arg)
@@ -181,31 +199,37 @@ inline void end_continuation(const vms_overflow *, void *arg)
         std::longjmp(g->recover, 1);
 }
 
-/* stack_allocator that also sets the stack's handler up and tells the guard which stack it is. */
+/* A named stack with its guard at the top and its overflow handler set. */
+inline guard *guarded_stack(std::size_t size, const char *name)
+{
+    stack st(size, name);
+    guard *g = static_cast<guard *>(static_cast<void *>(static_cast<char *>(st.top()) - guard_room));
+
+    g->armed = false;
+    g->st = st.handle();
+    st.on_overflow(end_continuation, g);
+    st.release();
+    return g;
+}
+
+/* Boost's StackAllocator for one continuation: hands out the stack below g, once. */
 class guarded_allocator {
 public:
-    guarded_allocator(guard *g, std::size_t size, const char *name) noexcept : g_(g), inner_(size, name) {}
+    explicit guarded_allocator(guard *g) noexcept : g_(g) {}
 
     boost::context::stack_context allocate()
     {
-        boost::context::stack_context sctx = inner_.allocate();
-        vms_stack st;
+        boost::context::stack_context sctx;
 
-        vms_on_stack(static_cast<char *>(sctx.sp) - 1, &st);
-        vms_stack_on_overflow(&st, end_continuation, g_);
-        g_->st = st;
+        sctx.size = g_->st.size - guard_room;
+        sctx.sp = g_;
         return sctx;
     }
 
-    void deallocate(boost::context::stack_context &sctx) noexcept
-    {
-        g_->st = vms_stack{};
-        inner_.deallocate(sctx);
-    }
+    void deallocate(boost::context::stack_context &sctx) noexcept { vms_stack_free_sp(sctx.sp); }
 
 private:
     guard *g_;
-    stack_allocator inner_;
 };
 
 } // namespace detail
@@ -220,17 +244,24 @@ continuation callcc(const char *name, Fn &&fn, std::size_t size = 0);
  */
 class continuation {
 public:
-    continuation() = default;
-    continuation(continuation &&) noexcept = default;
+    continuation() noexcept : g_(nullptr), overflowed_(false) {}
+    continuation(continuation &&o) noexcept : g_(o.g_), c_(std::move(o.c_)), overflowed_(o.overflowed_)
+    {
+        o.g_ = nullptr;
+    }
     continuation &operator=(continuation &&o) noexcept
     {
         if (this != &o) {
             drop();
-            g_ = std::move(o.g_);
+            g_ = o.g_;
+            o.g_ = nullptr;
             c_ = std::move(o.c_);
+            overflowed_ = o.overflowed_;
         }
         return *this;
     }
+    continuation(const continuation &) = delete;
+    continuation &operator=(const continuation &) = delete;
     ~continuation() { drop(); }
 
     /* Runs it until it suspends (true) or ends: returned, or overflowed (false). */
@@ -245,7 +276,7 @@ public:
     /* Whether it can be resumed. */
     explicit operator bool() const noexcept { return static_cast<bool>(c_); }
     /* Whether a stack overflow ended it. */
-    bool overflowed() const noexcept { return g_ && g_->overflowed; }
+    bool overflowed() const noexcept { return overflowed_; }
 
 private:
     template <typename Fn>
@@ -258,6 +289,15 @@ private:
             throw error(rc);
     }
 
+    /* After a step: a continuation that ended has no stack, so no guard, left. */
+    void settle() noexcept
+    {
+        if (c_)
+            g_->armed = false;
+        else
+            g_ = nullptr;
+    }
+
     /*
      * Runs step (which switches into the continuation) behind a recovery
      * point.  Nothing with a destructor lives between the setjmp and the
@@ -266,24 +306,25 @@ private:
     template <typename Step>
     void guarded(Step &&step)
     {
-        detail::guard *const g = g_.get();
+        detail::guard *const g = g_;
 
         if (setjmp(g->recover) == 0) {
             g->armed = true;
             try {
                 step();
             } catch (...) {
-                g->armed = false;
+                settle();
                 throw;
             }
-            g->armed = false;
+            settle();
             return;
         }
-        /* Back from the overflow handler: the continuation's frames are gone. */
-        g->armed = false;
-        g->overflowed = true;
-        vms_stack_free(&g->st);
-        g->st = vms_stack{};
+        /* Back from the overflow handler: the continuation's frames are gone; c_ was emptied as it left. */
+        vms_stack st = g->st;
+
+        g_ = nullptr;
+        overflowed_ = true;
+        vms_stack_free(&st);
     }
 
     /* Boost unwinds a suspended continuation on its own stack: guarded too. */
@@ -295,9 +336,9 @@ private:
         }
     }
 
-    /* Declared before c_, so that c_ (whose end may free the stack through g_) goes first. */
-    std::unique_ptr<detail::guard> g_;
+    detail::guard *g_;
     boost::context::continuation c_;
+    bool overflowed_;
 };
 
 /*
@@ -305,7 +346,8 @@ private:
  * (0: the default) named name: runs fn until it first suspends, and
  * returns the continuation to resume.  fn is Boost's: it takes the
  * continuation to suspend to (boost::context::continuation &&) and returns
- * the one to go to when it ends.  Throws vmstack::error when no stack can
+ * the one to go to when it ends.  The top 256 bytes of the stack hold the
+ * continuation's recovery point.  Throws vmstack::error when no stack can
  * be had.
  */
 template <typename Fn>
@@ -313,12 +355,10 @@ continuation callcc(const char *name, Fn &&fn, std::size_t size)
 {
     continuation k;
 
-    k.g_ = std::make_unique<detail::guard>();
-    detail::guard *g = k.g_.get();
     continuation::attach();
+    k.g_ = detail::guarded_stack(size, name);
     k.guarded([&] {
-        k.c_ = boost::context::callcc(std::allocator_arg, detail::guarded_allocator(g, size, name),
-                                      std::forward<Fn>(fn));
+        k.c_ = boost::context::callcc(std::allocator_arg, detail::guarded_allocator(k.g_), std::forward<Fn>(fn));
     });
     return k;
 }

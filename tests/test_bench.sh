@@ -41,6 +41,14 @@ if "run: skipped in a sanitizer build" not in table:
 if "peers: skipped" not in table:
     nums(d["peers"]["spawn_ns"], ("boost_fixedsize", "boost_pooled", "boost_protected", "vmstack"))
     nums(d["peers"]["switch_ns"], ("boost_fcontext", "vmstack_yield"))
+# instructions needs valgrind and the peers module; the Boost.Fiber row needs libboost-fiber-dev.
+if "instructions: skipped" not in table:
+    ins = d["instructions"]
+    for k in ("free_sp_vs_alloc", "callcc_spawn", "continuation_resume", "fiber_spawn_run_join", "yield"):
+        nums(ins[k], ("vmstack", "peer", "ratio", "goal"))
+        assert ins[k]["vmstack"] > 0 and ins[k]["peer"] > 0, (k, ins[k])
+    if "Boost.Fiber not built" not in table:
+        nums(ins["boost_fiber_spawn_join"], ("vmstack", "peer", "ratio", "goal"))
 for series in ("on", "off"):
     nums(d["cache_burst_ns"][series], ("8", "32", "128"))
 for series in ("coloured", "plain"):

@@ -18,12 +18,16 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 empty=$(find "$prefix" -type d -empty)
 [ -z "$empty" ] || fail "empty directories installed: $empty"
 
-# The .pc file names the configured prefix: point it to where it was installed.
+# The README's commands as written: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig,
+# nothing else (the .pc file finds the prefix from its own place).
 pcfile=$(find "$prefix" -name vmstack.pc)
 [ -n "$pcfile" ] || fail "no vmstack.pc installed"
 export PKG_CONFIG_PATH="$(dirname "$pcfile")"
 libdir=$(dirname "$PKG_CONFIG_PATH")
-pc() { pkg-config --define-variable=prefix="$prefix" "$@" vmstack; }
+case $(pkg-config --variable=includedir vmstack) in
+  "$prefix"/*) ;;
+  *) fail "vmstack.pc's includedir is outside the install prefix: $(pkg-config --variable=includedir vmstack)" ;;
+esac
 expect='consumer: vmstack [0-9.]*, fiber ran on a guarded stack'
 
 check_run() { # NAME PROGRAM
@@ -32,12 +36,12 @@ check_run() { # NAME PROGRAM
   echo "ok: $1"
 }
 
-"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pc --cflags --libs) -Wl,-rpath,"$libdir"
+"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pkg-config --cflags --libs vmstack) -Wl,-rpath,"$libdir"
 ldd "$tmp/dyn" | grep -q "libvmstack.so.0 => $libdir/libvmstack.so.0" ||
   fail "pkg-config --libs did not link the installed libvmstack.so"
 check_run "cc \$(pkg-config --cflags --libs vmstack)" "$tmp/dyn"
 
-"$cc" -static -o "$tmp/static" "$src/tests/consumer/consumer.c" $(pc --static --cflags --libs) 2>"$tmp/static.err" ||
+"$cc" -static -o "$tmp/static" "$src/tests/consumer/consumer.c" $(pkg-config --static --cflags --libs vmstack) 2>"$tmp/static.err" ||
   { cat "$tmp/static.err"; fail "cc -static \$(pkg-config --static ...) did not link"; }
 readelf -l "$tmp/static" | grep -q INTERP && fail "the -static consumer is dynamically linked"
 check_run "cc -static \$(pkg-config --static --cflags --libs vmstack)" "$tmp/static"

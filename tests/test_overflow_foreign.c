@@ -309,6 +309,27 @@ static void *fiber_fn(void *arg)
     return arg;
 }
 
+/*
+ * Free by the top, the address a context starts with, for the stacks of
+ * more than one chunk (32 MiB of 80 KiB slots): the top of a chunk's last
+ * stack is its trailing guard, every other top the next slot's guard.  One
+ * byte above the top is no stack's (with guards).
+ */
+static void free_by_top(void)
+{
+    enum { N = 450 };
+    static vms_stack st[N];
+
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(vms_stack_alloc(&st[i], 16 << 10), 0);
+    for (int i = 0; i < N; i++) {
+        if (vms_guard_mode_active() != VMS_GUARD_NONE)
+            CHECK_EQ(vms_stack_free_sp((char *)vms_stack_top(&st[i]) + 1), -EINVAL);
+        CHECK_EQ(vms_stack_free_sp(vms_stack_top(&st[i])), 0);
+        CHECK_EQ(vms_stack_free_sp(vms_stack_top(&st[i])), -EINVAL); /* freed already */
+    }
+}
+
 static void api(void)
 {
     vms_stack a, b, stale;
@@ -328,6 +349,7 @@ static void api(void)
     /* A long name is cut to 31 bytes; the stack stays b's. */
     CHECK_EQ(vms_stack_set_name(&b, "a name much longer than thirty-one bytes"), 0);
     CHECK_EQ(vms_stack_free_sp(vms_stack_top(&b)), 0);
+    free_by_top();
     CHECK_EQ(vms_fiber_spawn(&f, fiber_fn, NULL, NULL), 0);
     CHECK_EQ(vms_fiber_join(f, NULL), 0);
 }

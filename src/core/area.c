@@ -92,6 +92,17 @@ static int region_create(size_t stack_size, size_t guard_size, struct vms_region
     return 0;
 }
 
+/*
+ * The last size asked for with the configured guard, and its region, per
+ * thread: a runtime asks for one size again and again, and regions live
+ * as long as the process.  The guard size is kept with them because a
+ * later vms_init may change the configured one.
+ */
+static __attribute__((tls_model("initial-exec"))) _Thread_local struct {
+    size_t asked, guard;
+    struct vms_region *r;
+} last_size;
+
 struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err)
 {
     struct vms_region *r;
@@ -105,6 +116,8 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
     /* Most stacks are of the default size: its region is remembered, no class or search. */
     if (!stack_size && !guard_size && (r = atomic_load_explicit(&vms__g.default_region, memory_order_acquire)))
         return r;
+    if (stack_size && stack_size == last_size.asked && !guard_size && last_size.guard == vms__g.cfg.guard_size)
+        return last_size.r;
     size = vms__size_class(stack_size ? stack_size : vms__g.cfg.stack_size);
     if (size == 0) {
         *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
@@ -121,6 +134,11 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
     }
     if (r && !stack_size && guard_size == vms__g.cfg.guard_size)
         atomic_store_explicit(&vms__g.default_region, r, memory_order_release);
+    if (r && stack_size && guard_size == vms__g.cfg.guard_size) {
+        last_size.asked = stack_size;
+        last_size.guard = guard_size;
+        last_size.r = r;
+    }
     return r;
 }
 
@@ -297,29 +315,58 @@ int vms_stack_tainted(const vms_stack *st)
     return atomic_load_explicit(&loc.region->slots[loc.slot].tainted, memory_order_acquire) == live;
 }
 
+/*
+ * The top of a stack is the first byte above it: the lowest byte of the
+ * next slot's guard, or of the chunk's trailing guard (which locates to
+ * the chunk's last slot).  Found from the one lookup, without a second.
+ */
+static void locate_top(const void *addr, struct vms_loc *loc)
+{
+    struct vms_region *r = loc->region;
+    uint32_t below = loc->slot;
+
+    if (loc->where == VMS_AT_GUARD_BELOW) {
+        if (below % r->chunk_slots == 0)
+            return;
+        below--;
+    } else if (loc->where != VMS_AT_GUARD_ABOVE) {
+        return;
+    }
+    /* Slots never handed out have no base yet. */
+    if (r->slots[below].base && (const char *)addr == r->slots[below].base + r->stack_size) {
+        loc->where = VMS_AT_STACK;
+        loc->slot = below;
+    }
+}
+
 int vms_stack_free_sp(void *addr)
 {
     struct vms_loc loc;
     vms_stack st;
 
     vms__locate(addr, &loc);
-    if (loc.where != VMS_AT_STACK) /* the top of a stack is the first byte above it */
-        vms__locate((char *)addr - 1, &loc);
+    if (loc.where != VMS_AT_STACK)
+        locate_top(addr, &loc);
     if (loc.where != VMS_AT_STACK ||
         (uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != VMS_SLOT_LIVE)
         return vms__fail(EINVAL, "%p is on no live vmstack stack: foreign pointer, or freed already", addr);
+    /* The handle comes from the table: no need to check it as vms_stack_free checks a caller's. */
     vms__fill_handle(loc.region, loc.slot, &st);
-    return vms_stack_free(&st);
+    return vms__stack_give(&st);
 }
 
+/* By the handle's id, checked against its base and generation: no address lookup, no division. */
 struct vms_task *vms__task_of(const vms_stack *st)
 {
-    struct vms_loc loc;
+    uint32_t ri = st->id >> VMS_SLOT_BITS, idx = st->id & ((1u << VMS_SLOT_BITS) - 1);
+    struct vms_region *r;
 
-    vms__locate(st->base, &loc);
-    if (loc.where != VMS_AT_STACK ||
-        atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) !=
-            ((uint64_t)st->gen << 32 | VMS_SLOT_LIVE))
+    if (ri >= atomic_load_explicit(&vms__g.nregions, memory_order_acquire))
         return NULL;
-    return &loc.region->slots[loc.slot].task;
+    r = vms__g.regions[ri];
+    /* Slots never handed out have no base yet: they fail the comparison. */
+    if (idx >= r->max_slots || !st->base || r->slots[idx].base != st->base ||
+        atomic_load_explicit(&r->slots[idx].state, memory_order_acquire) != ((uint64_t)st->gen << 32 | VMS_SLOT_LIVE))
+        return NULL;
+    return &r->slots[idx].task;
 }

@@ -517,9 +517,9 @@ static void companion_free(uint64_t c)
     stack_put(r, idx, &st);
 }
 
-void vms__stack_give(vms_stack *st)
+int vms__stack_give(vms_stack *st)
 {
-    stack_put(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st);
+    return stack_put(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st);
 }
 
 int vms_stack_alloc(vms_stack *st, size_t size)

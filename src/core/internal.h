@@ -246,7 +246,7 @@ size_t vms__magazine_bytes(unsigned entries);
  * 0 or -errno with the message set, as vms_stack_alloc.
  */
 int vms__stack_take(struct vms_region *r, vms_stack *st);
-void vms__stack_give(vms_stack *st);
+int vms__stack_give(vms_stack *st);
 
 /* usage.c */
 size_t vms__used_bytes(const char *base, size_t size);

@@ -508,6 +508,7 @@ static int lookup(struct vms_sched *s, vms_fiber h, struct vms_fiber_desc **out)
     struct vms_fiber_desc *f = NULL;
     struct vms_slot *slot;
 
+    *out = NULL; /* the compiler cannot see that vms__fail returns nonzero */
     if (h.ref == VMS_FIBER_NOREF) {
         if (in_fiber(s) && atomic_load_explicit(&s->current->id, memory_order_relaxed) == h.id)
             f = s->current;

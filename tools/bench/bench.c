@@ -29,6 +29,9 @@ static const struct bench benches[] = {
     { "ring", "one turn in a ring of 2..4096 fibers touching 256 bytes each: stack colouring on and off", bench_ring },
     { "peers", "spawn + run + exit and switch: vmstack against Boost.Context (fixedsize, pooled, protected)",
       bench_peers },
+    { "instructions", "callgrind instructions per operation: each path of a coroutine runtime through "
+                      "vmstack against its peer (Boost.Fiber, Boost.Context, vms_stack_alloc)",
+      bench_instructions },
     { "tlb", "switch cost against live fibers (1..100,000): guarded 4 KiB pages vs huge pages", bench_tlb },
     { "echo", "a TCP echo server, 1,000 connections: fibers vs a thread per connection vs an epoll loop; "
               "memory per idle connection (10,000)", bench_echo },
@@ -229,7 +232,7 @@ static void help(void)
            "VMSTACK_BENCH_QUICK=1 runs a reduced version (fewer rounds, smaller sizes) for tests.\n\n"
            "Benchmarks:\n");
     for (size_t i = 0; i < NBENCH; i++)
-        printf("  %-8s %s\n", benches[i].name, benches[i].summary);
+        printf("  %-12s %s\n", benches[i].name, benches[i].summary);
 }
 
 static const struct bench *find(const char *name)
@@ -271,6 +274,8 @@ int cmd_bench(int argc, char **argv)
     /* Internal: a child process of a benchmark (see bench_child_start). */
     if (argc == 3 && !strcmp(argv[1], "--child"))
         return bench_child_main(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "--callgrind-child"))
+        return bench_callgrind_child();
     if ((rc = cmd_options("bench", argc, argv, bench_options, false, on_option, &plot_dir, &first)) == CMD_HELP) {
         help();
         return CMD_OK;

@@ -159,5 +159,8 @@ int bench_tlb(void);
 int bench_echo(void);   /* bench_echo.c */
 int bench_ring(void);
 int bench_peers(void); /* bench_peers.c, with Boost.Context's side in peers_boost.cpp */
+int bench_instructions(void); /* bench_instr.c, with the C++ paths in peers_instr.cpp */
+/* 'vmstack bench --callgrind-child': the measured side of bench_instructions, under callgrind. */
+int bench_callgrind_child(void);
 
 #endif
