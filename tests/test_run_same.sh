@@ -90,6 +90,22 @@ fatal runtime error: stack overflow" ] || fail "$mode: Rust's message is not las
             fail "$mode: $(cat "$tmp/overflow.$mode.err")"
     done
     ;;
+asan)
+    # A program built with -fsanitize=address (gcc: libasan.so needed) runs under run as plain:
+    # its runtime goes first in LD_PRELOAD.  And a library the environment preloads stays first.
+    cc -fsanitize=address -D_GNU_SOURCE -pthread -o "$tmp/attr_asan" "$(dirname "$0")/run_attr.c" 2> "$tmp/cc.err" ||
+        skip "no ASan: $(cat "$tmp/cc.err")"
+    "$tmp/attr_asan" > "$tmp/want" 2> "$tmp/want.err" || fail "plain: $(cat "$tmp/want.err")"
+    sed -i 's/ guard [0-9]* / guard 131072 /' "$tmp/want"
+    "$vmstack" run --guard 128K --output "$tmp/table" -- "$tmp/attr_asan" > "$tmp/out" 2> "$tmp/err" ||
+        fail "exit $?: $(cat "$tmp/err")"
+    cmp -s "$tmp/want" "$tmp/out" || fail "$(diff "$tmp/want" "$tmp/out")"
+    [ ! -s "$tmp/err" ] || fail "stderr: $(cat "$tmp/err")"
+    grep -q 'asan_thread_start' "$tmp/table" || fail "the threads are not in the table: $(cat "$tmp/table")"
+    lib=$(ldd "$tmp/attr_asan" | awk '/libasan/ { print $3 }')
+    [ "$(LD_PRELOAD=$lib "$vmstack" run --output "$tmp/table" -- printenv LD_PRELOAD | cut -d: -f1)" = "$lib" ] ||
+        fail "LD_PRELOAD=$lib does not stay first"
+    ;;
 *)
     fail "no such case"
     ;;
