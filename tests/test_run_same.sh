@@ -106,6 +106,23 @@ asan)
     [ "$(LD_PRELOAD=$lib "$vmstack" run --output "$tmp/table" -- printenv LD_PRELOAD | cut -d: -f1)" = "$lib" ] ||
         fail "LD_PRELOAD=$lib does not stay first"
     ;;
+small_stack)
+    # The launcher runs where the program does: under 'ulimit -s 16', every frame of its own under 4 KiB.
+    # (Static functions inlined into cmd_run count in its frame.)  A small environment: with a large
+    # one, the dynamic loader itself runs out of 16 KiB preloading any library, libm as well as ours.
+    for mode in run trace; do
+        for i in 1 2 3 4 5 6 7 8; do
+            env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" $mode -- true \
+                > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = 0 ] && [ ! -s "$tmp/out" ] && grep -q '^vmstack run: stack usage of true ' "$tmp/err" ||
+                fail "$mode ($i): exit $rc: $(cat "$tmp/out" "$tmp/err")"
+        done
+    done
+    "$vmstack" checkstack --min 0 "$vmstack" > "$tmp/frames" || fail "checkstack: $(cat "$tmp/frames")"
+    awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|check_output|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
+            n++; if ($2 >= 4096) { print; bad = 1 } }
+         END { exit bad || n < 5 }' "$tmp/frames" || fail "launcher frames of 4 KiB or more, or not found"
+    ;;
 *)
     fail "no such case"
     ;;

@@ -116,7 +116,7 @@ static int check_signal(const char *v)
  */
 static int check_output(const char *v, char *abs, size_t n)
 {
-    char dir[PATH_MAX];
+    static char dir[PATH_MAX]; /* not on the stack, as cmd_run's paths */
     const char *slash = strrchr(v, '/');
     struct stat sb;
 
@@ -440,7 +440,8 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
 int cmd_run(int argc, char **argv)
 {
     struct run_args a = { 0 };
-    char path[PATH_MAX], preload[PATH_MAX], output[PATH_MAX];
+    /* Not on the stack: the launcher must run under 'ulimit -s 16' as the program would. */
+    static char path[PATH_MAX], preload[PATH_MAX], output[PATH_MAX];
     const char *why;
     int rc;
 
