@@ -106,6 +106,34 @@ asan)
     [ "$(LD_PRELOAD=$lib "$vmstack" run --output "$tmp/table" -- printenv LD_PRELOAD | cut -d: -f1)" = "$lib" ] ||
         fail "LD_PRELOAD=$lib does not stay first"
     ;;
+sigaction)
+    # Handlers, flags (SA_RESTORER kept, no SA_ONSTACK added) and masks read back as set.
+    each sa "$bin/run_sigaction"
+    same sa
+    grep -qx 'onstack SEGV: action flags 0x4c000004 restorer set mask 1111111101111111110111111111111001111111111111111111111111111111' \
+        "$tmp/sa.plain" || fail "glibc itself reads back otherwise: $(cat "$tmp/sa.plain")"
+    tail -n 1 "$tmp/sa.plain" | grep -qx 'a sent SIGSEGV was ignored' || fail "plain: $(cat "$tmp/sa.plain")"
+    ;;
+sigign)
+    # SIG_IGN set by the program, inherited across the exec into it, and passed on to what it executes.
+    each set sh -c 'trap "" SEGV; kill -SEGV $$; echo alive'
+    same set
+    each inherited sh -c 'trap "" SEGV BUS; exec "$@"' sh sh -c 'kill -SEGV $$; kill -BUS $$; echo alive'
+    same inherited
+    each passed sh -c 'trap "" SEGV; sh -c "kill -SEGV \$\$; echo alive"; echo parent'
+    same passed
+    [ "$(cat "$tmp/set.plain" "$tmp/inherited.plain" "$tmp/passed.plain")" = "alive
+alive
+alive
+parent" ] || fail "plain: $(cat "$tmp/set.plain" "$tmp/inherited.plain" "$tmp/passed.plain")"
+    ;;
+java_xcheck)
+    # The JVM checks that its signal handlers stay as it set them: no warning, as plain.
+    command -v java > /dev/null || skip "no java"
+    each java java -Xcheck:jni -version
+    same java
+    ! grep -q 'Warning' "$tmp/java.plain.err" || fail "plain warns: $(cat "$tmp/java.plain.err")"
+    ;;
 small_stack)
     # The launcher runs where the program does: under 'ulimit -s 16', every frame of its own under 4 KiB.
     # (Static functions inlined into cmd_run count in its frame.)  A small environment: with a large
