@@ -510,10 +510,17 @@ VMS_API void vms_sched_stats_get(vms_sched_stats *st);
 VMS_API int vms_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
                               const char *name);
 
-/* pthread_join, then frees the thread's stack.  0 or a negative errno. */
+/*
+ * pthread_join, then frees the thread's stack.  0 or a negative errno, as
+ * pthread_join's: -EINVAL for a detached thread, -ESRCH for one already
+ * joined.
+ */
 VMS_API int vms_thread_join(pthread_t thread, void **ret);
 
-/* pthread_detach for a thread of vms_thread_create (others: plain pthread_detach). */
+/*
+ * pthread_detach for a thread of vms_thread_create (others: plain
+ * pthread_detach).  -EINVAL when already detached, -ESRCH once joined.
+ */
 VMS_API int vms_thread_detach(pthread_t thread);
 
 /* ------------------------------------------------------------------------ */

@@ -13,7 +13,7 @@
 
 bool cmd_find_lib(const char *name, char *out, size_t n)
 {
-    char exe[PATH_MAX];
+    static char exe[PATH_MAX]; /* not on the stack: 'vmstack run' runs under 'ulimit -s 16' */
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char *slash;
 

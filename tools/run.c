@@ -116,7 +116,7 @@ static int check_signal(const char *v)
  */
 static int check_output(const char *v, char *abs, size_t n)
 {
-    char dir[PATH_MAX];
+    static char dir[PATH_MAX]; /* not on the stack, as cmd_run's paths */
     const char *slash = strrchr(v, '/');
     struct stat sb;
 
@@ -338,13 +338,100 @@ static const char *program_problem(const char *path, int depth)
 
 /* ---- the environment of the program ---- */
 
-static int set_env(const struct run_args *a, const char *preload, const char *output)
+/* The file offset of virtual address v, from the PT_LOAD that holds it; 0 if none does. */
+static off_t file_offset(int fd, const Elf64_Ehdr *eh, Elf64_Addr v)
+{
+    for (int i = 0; i < eh->e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh->e_phoff + (Elf64_Off)i * eh->e_phentsize)) != (ssize_t)sizeof ph)
+            return 0;
+        if (ph.p_type == PT_LOAD && v >= ph.p_vaddr && v - ph.p_vaddr < ph.p_filesz)
+            return (off_t)(v - ph.p_vaddr + ph.p_offset);
+    }
+    return 0;
+}
+
+/* Whether a DT_NEEDED name is a sanitizer runtime that insists on being the first library. */
+static bool sanitizer_name(const char *name)
+{
+    static const char *const runtimes[] = { "libasan.so", "libhwasan.so", "libtsan.so", "liblsan.so" };
+
+    for (size_t i = 0; i < sizeof runtimes / sizeof runtimes[0]; i++)
+        if (!strncmp(name, runtimes[i], strlen(runtimes[i])))
+            return true;
+    return false;
+}
+
+/*
+ * The sanitizer runtime path's program needs (gcc links libasan.so), into
+ * name; false when none.  Such a runtime refuses to start unless it comes
+ * before every other library, so it goes first in LD_PRELOAD, ahead of ours.
+ */
+static bool sanitizer_runtime(const char *path, char *name, size_t n)
+{
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph;
+    Elf64_Dyn d;
+    Elf64_Addr strtab = 0;
+    off_t dyn = 0, str;
+    size_t ndyn = 0;
+    bool found = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return false;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64)
+        goto out;
+    for (int i = 0; i < eh.e_phnum && !dyn; i++)
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) == (ssize_t)sizeof ph &&
+            ph.p_type == PT_DYNAMIC) {
+            dyn = (off_t)ph.p_offset;
+            ndyn = ph.p_filesz / sizeof d;
+        }
+    for (size_t i = 0; i < ndyn && pread(fd, &d, sizeof d, dyn + (off_t)(i * sizeof d)) == (ssize_t)sizeof d &&
+                       d.d_tag != DT_NULL; i++)
+        if (d.d_tag == DT_STRTAB)
+            strtab = d.d_un.d_ptr;
+    if (!strtab || !(str = file_offset(fd, &eh, strtab)))
+        goto out;
+    for (size_t i = 0; i < ndyn && !found && pread(fd, &d, sizeof d, dyn + (off_t)(i * sizeof d)) == (ssize_t)sizeof d &&
+                       d.d_tag != DT_NULL; i++) {
+        ssize_t got;
+        if (d.d_tag != DT_NEEDED || (got = pread(fd, name, n - 1, str + (off_t)d.d_un.d_val)) <= 0)
+            continue;
+        name[got] = '\0';
+        found = strlen(name) < n - 1 && sanitizer_name(name);
+    }
+out:
+    close(fd);
+    return found;
+}
+
+/*
+ * LD_PRELOAD: a sanitizer runtime the program needs, then what the
+ * environment already preloads, in its order, then ours: a library
+ * preloaded on purpose (a sanitizer's runtime, an interposer) keeps its
+ * place before ours, as it has without vmstack.
+ */
+static char *preload_list(const char *path, const char *preload)
 {
     const char *old = getenv("LD_PRELOAD");
+    char runtime[64], *ld;
+    bool first = sanitizer_runtime(path, runtime, sizeof runtime) && !(old && strstr(old, runtime));
+
+    if (asprintf(&ld, "%s%s%s%s%s", first ? runtime : "", first ? ":" : "", old && *old ? old : "",
+                 old && *old ? ":" : "", preload) < 0)
+        return NULL;
+    return ld;
+}
+
+static int set_env(const struct run_args *a, const char *path, const char *preload, const char *output)
+{
     char *ld, pid[24], sig[16];
     int rc;
 
-    if (asprintf(&ld, "%s%s%s", preload, old && *old ? ":" : "", old ? old : "") < 0)
+    if (!(ld = preload_list(path, preload)))
         return -1;
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     snprintf(sig, sizeof sig, "%d", a->report_signal ? parse_signal(a->report_signal) : 0);
@@ -361,7 +448,8 @@ static int set_env(const struct run_args *a, const char *preload, const char *ou
 int cmd_run(int argc, char **argv)
 {
     struct run_args a = { 0 };
-    char path[PATH_MAX], preload[PATH_MAX], output[PATH_MAX];
+    /* Not on the stack: the launcher must run under 'ulimit -s 16' as the program would. */
+    static char path[PATH_MAX], preload[PATH_MAX], output[PATH_MAX];
     const char *why;
     int rc;
 
@@ -397,7 +485,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
         return CMD_FAIL;
     }
-    if (set_env(&a, preload, a.output ? output : NULL)) {
+    if (set_env(&a, path, preload, a.output ? output : NULL)) {
         fprintf(stderr, "vmstack run: out of memory for the environment\n");
         return CMD_FAIL;
     }

@@ -46,6 +46,7 @@ struct vms_task {
     char name[32];
     void *start;              /* the task's start routine, for reports */
     void *owner;              /* the thread's record in libvmstack-preload.so */
+    bool detached;            /* a thread created detached or detached since: join says EINVAL */
     vms_stack_overflow_fn on_overflow; /* a STACK's runtime ends its coroutine here */
     void *on_overflow_arg;
     /*

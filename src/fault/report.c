@@ -163,6 +163,22 @@ static void put_this_thread(struct vms_sbuf *b)
 }
 
 /*
+ * A thread of 'vmstack run' (owner set) is named as the kernel names it:
+ * it may have renamed itself with prctl (Rust's std does), which its task
+ * record, copied from its creator, does not follow.  Others by their
+ * record, whose name was given to vmstack and may be longer.
+ */
+static void put_thread_name(struct vms_sbuf *b, const struct vms_task *t, bool here)
+{
+    char name[17] = {0};
+
+    if (here && t->owner && prctl(PR_GET_NAME, name) == 0)
+        vms__sb_name(b, name, sizeof name - 1);
+    else
+        vms__sb_name(b, t->name, sizeof t->name);
+}
+
+/*
  * "fiber 'w' (id 3) on thread 'main' (tid 7)", "thread 'w' (tid 8)", ...
  * here: the task runs on this thread (a fiber's thread is named only then).
  */
@@ -182,7 +198,7 @@ static void put_task(struct vms_sbuf *b, const struct vms_task *t, bool here)
         break;
     case VMS_TASK_THREAD:
         vms__sb_str(b, "thread '");
-        vms__sb_name(b, t->name, sizeof t->name);
+        put_thread_name(b, t, here);
         /* A thread's tid is looked up only on the thread itself (fault.c): unknown from another one. */
         if (t->id) {
             vms__sb_str(b, "' (tid ");

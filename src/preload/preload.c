@@ -12,6 +12,11 @@
  * vms__run_finished in preload.h); the table is printed at exit and on
  * demand (runtable.c).
  *
+ * pthread_getattr_np is interposed too: on a vmstack stack glibc would
+ * see a stack of the program's own, without guard, always joinable; the
+ * program (Rust's std, the JVM, Boehm GC, Ruby, cgo find their stack
+ * bounds and guard there) must see what glibc reports for its own stacks.
+ *
  * The real pthread calls are found with dlsym(RTLD_NEXT) on first use, not
  * only in the constructor: another library's constructor may create a
  * thread before ours ran.
@@ -21,6 +26,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +43,12 @@ struct run_opts vms__run_opts;
 static _Atomic int resolved;
 static bool active;            /* vmstack initialised: threads go on its stacks */
 static size_t default_stack;   /* glibc's default thread stack size */
+static size_t tls_align = 64;  /* glibc's alignment of static TLS: at least its descriptor's 64 */
 
 static int (*real_timedjoin)(pthread_t, void **, const struct timespec *);
 static int (*real_clockjoin)(pthread_t, void **, clockid_t, const struct timespec *);
 static int (*real_setname)(pthread_t, const char *);
+static int (*real_getattr)(pthread_t, pthread_attr_t *);
 static void (*real_exit)(int);
 static void (*real_Exit)(int);
 
@@ -67,6 +75,7 @@ static void resolve(void)
     real_timedjoin = next_fn("pthread_timedjoin_np");
     real_clockjoin = next_fn("pthread_clockjoin_np");
     real_setname = next_fn("pthread_setname_np");
+    real_getattr = next_fn("pthread_getattr_np");
     real_exit = next_fn("_exit");
     real_Exit = next_fn("_Exit");
     atomic_store_explicit(&resolved, 1, memory_order_release);
@@ -157,17 +166,35 @@ static const char *creator_name(void)
     return my_name;
 }
 
-/* Round up to a page and to vmstack's minimum. */
-static size_t stack_size_for(const pthread_attr_t *attr)
+/* The size asked for, or the default (glibc's, or --stack-size), before any rounding. */
+static size_t stack_size_asked(const pthread_attr_t *attr)
 {
-    size_t size = 0, pg = vms__g.page;
+    size_t size = 0;
 
     if (attr)
         pthread_attr_getstacksize(attr, &size);
     if (size == 0 || size == default_stack)
         size = vms__run_opts.stack_size ? vms__run_opts.stack_size : default_stack;
+    return size;
+}
+
+/* Round up to a page and to vmstack's minimum. */
+static size_t stack_size_for(const pthread_attr_t *attr)
+{
+    size_t size = stack_size_asked(attr), pg = vms__g.page;
+
     size = (size + pg - 1) & ~(pg - 1);
     return size < VMS_MIN_STACK ? VMS_MIN_STACK : size;
+}
+
+static int tls_align_of(struct dl_phdr_info *info, size_t n, void *unused)
+{
+    (void)n;
+    (void)unused;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS && info->dlpi_phdr[i].p_align > tls_align)
+            tls_align = info->dlpi_phdr[i].p_align;
+    return 0;
 }
 
 /* Whether [lo, below) holds only zeros, so that the deepest non-zero word will be the thread's. */
@@ -263,6 +290,8 @@ static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthr
     t->guard = t->st.guard_size;
     t->task = vms__task_of(&t->st);
     t->task->owner = t;
+    /* glibc cuts the size asked down to the static TLS alignment, and reports that. */
+    t->asked = stack_size_asked(attr) & ~(tls_align - 1);
     memcpy(t->task->name, t->name, sizeof t->name);
     if ((rc = -vms__thread_start_on(thread, attr, &t->st, run_entry, t, NULL, (void *)t->fn))) {
         vms_stack_free(&t->st);
@@ -328,7 +357,8 @@ VMS_API int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec 
     int ours;
 
     resolve();
-    ours = vms_on_stack((void *)t, &st);
+    if ((ours = vms__thread_of(t, &st)) < 0)
+        return -ours;
     return joined(real_timedjoin(t, ret, abstime), ours, &st);
 }
 
@@ -338,7 +368,8 @@ VMS_API int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock, const
     int ours;
 
     resolve();
-    ours = vms_on_stack((void *)t, &st);
+    if ((ours = vms__thread_of(t, &st)) < 0)
+        return -ours;
     return joined(real_clockjoin(t, ret, clock, abstime), ours, &st);
 }
 
@@ -346,6 +377,32 @@ VMS_API int pthread_detach(pthread_t t)
 {
     resolve();
     return -vms_thread_detach(t);
+}
+
+/*
+ * On a vmstack stack: the usable stack glibc reports for the size the
+ * program asked (never more than the stack has), vmstack's guard below it,
+ * and whether the thread is detached, which glibc cannot know (thread.c).
+ */
+VMS_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
+{
+    vms_stack st;
+    struct vms_task *task;
+    struct run_thread *owner;
+    size_t size;
+    int rc;
+
+    resolve();
+    if ((rc = real_getattr(t, attr)) || vms__thread_of(t, &st) == 0 || !vms_on_stack((void *)t, &st) ||
+        !(task = vms__task_of(&st)))
+        return rc;
+    owner = task->owner;
+    size = owner && owner->asked && owner->asked < st.size ? owner->asked : st.size;
+    pthread_attr_setstack(attr, (char *)vms_stack_top(&st) - size, size);
+    pthread_attr_setguardsize(attr, st.guard_size);
+    if (task->detached)
+        pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
+    return 0;
 }
 
 /* Keeps the task record's name, which the overflow report shows, in step. */
@@ -447,6 +504,7 @@ __attribute__((constructor)) static void preload_init(void)
         unprotected("glibc gives no default thread stack size");
         return;
     }
+    dl_iterate_phdr(tls_align_of, NULL);
     if (vms__init_provisional(&cfg) || fault_init()) {
         unprotected(vms_last_error());
         return;

@@ -52,6 +52,7 @@ struct run_thread {
     vms_stack st;                     /* st.base NULL: not a vmstack stack */
     char *lo, *hi;                    /* usable bytes of the stack */
     size_t guard;
+    size_t asked;                     /* stack size pthread_getattr_np reports: glibc's for the size asked */
     size_t top;                       /* bytes above the start routine's frame */
     size_t peak;                      /* deepest use, from hi; 0 = not measured */
     unsigned long count;              /* threads this row stands for (folded rows) */

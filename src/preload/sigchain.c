@@ -15,6 +15,15 @@
  * returns from its handler retries the fault as it would without vmstack.
  * Without a handler of the program's, the process dies by the signal.
  *
+ * What the program reads back is exactly what glibc would have given it:
+ * its handler, flags and mask as the kernel keeps them (SA_RESTORER and
+ * glibc's restorer included, SIGKILL and SIGSTOP out of the mask), and,
+ * for other signals under 'vmstack trace', without the SA_ONSTACK the
+ * tracer adds.  A SIG_IGN of the program's, set or inherited across exec,
+ * is honoured: a sent SIGSEGV or SIGBUS is dropped, and the programs it
+ * executes inherit the SIG_IGN, as the kernel would have kept it (a fault
+ * while ignored kills, as the kernel does).
+ *
  * vmstack's own calls to sigaction (the guard probe, the install) come
  * before chaining is switched on and go straight to libc.
  */
@@ -23,14 +32,23 @@
 #include "trace/trace.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000 /* the kernel's; glibc sets it in every sigaction but does not export it */
+#endif
+
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static __sighandler_t (*real_signal)(int, __sighandler_t);
-static struct sigaction prog[2]; /* the program's SIGSEGV, SIGBUS */
+static struct sigaction prog[2]; /* the program's SIGSEGV, SIGBUS, as the kernel would keep them */
+static struct sigaction ours[2];  /* the overflow handler's, as installed */
 static _Atomic bool chained;
+/* Signals whose SA_ONSTACK is the tracer's, not the program's: bit sig - 1. */
+static _Atomic uint64_t onstack_added;
 
 static bool chained_signal(int sig)
 {
@@ -64,6 +82,8 @@ static void dispatch(int sig, siginfo_t *si, void *uc)
     void (*plain)(int) = p->sa_handler;
     sigset_t mask, old;
 
+    if (!info && plain == SIG_IGN && si->si_code <= 0)
+        return; /* sent, and ignored: as the kernel would */
     if (!info && (plain == SIG_DFL || plain == SIG_IGN)) {
         die_by(sig, si);
         return;
@@ -115,8 +135,46 @@ static bool program_handles(int sig)
 
 void vms__sigchain_start(void)
 {
+    real_sigaction(SIGSEGV, NULL, &ours[0]);
+    real_sigaction(SIGBUS, NULL, &ours[1]);
     atomic_store_explicit(&vms__fault_chain_hook, program_handles, memory_order_release);
     atomic_store_explicit(&chained, true, memory_order_release);
+}
+
+/* act as glibc hands it to the kernel and the kernel keeps it: what a read-back returns. */
+static void as_kept(struct sigaction *kept, const struct sigaction *act)
+{
+    *kept = *act;
+    kept->sa_flags |= ours[0].sa_flags & SA_RESTORER;
+    kept->sa_restorer = ours[0].sa_restorer;
+    sigemptyset(&kept->sa_mask);
+    for (int s = 1; s <= 64; s++)
+        if (s != SIGKILL && s != SIGSTOP && sigismember(&act->sa_mask, s) == 1)
+            sigaddset(&kept->sa_mask, s);
+}
+
+static bool is_function(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
+}
+
+/* Any other signal: the kernel's, without an SA_ONSTACK the tracer added. */
+static int other_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    uint64_t bit = sig > 0 && sig <= 64 ? (uint64_t)1 << (sig - 1) : 0;
+    bool added = atomic_load_explicit(&onstack_added, memory_order_relaxed) & bit;
+    bool traced = act && atomic_load_explicit(&vms__trace_armed, memory_order_relaxed);
+    int rc = traced ? vms__trace_sigaction(sig, act, old, real_sigaction) : real_sigaction(sig, act, old);
+
+    if (rc)
+        return rc;
+    if (old && added)
+        old->sa_flags &= ~SA_ONSTACK;
+    if (act && traced && is_function(act) && !(act->sa_flags & SA_ONSTACK))
+        atomic_fetch_or_explicit(&onstack_added, bit, memory_order_relaxed);
+    else if (act)
+        atomic_fetch_and_explicit(&onstack_added, ~bit, memory_order_relaxed);
+    return 0;
 }
 
 VMS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -124,16 +182,96 @@ VMS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
     struct sigaction *p = &prog[sig == SIGBUS];
 
     resolve();
-    /* While tracing, the program's handlers run on the alternate stack, clear of the tripwire. */
-    if (!chained_signal(sig) && act && atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
-        return vms__trace_sigaction(sig, act, old, real_sigaction);
     if (!chained_signal(sig))
-        return real_sigaction(sig, act, old);
+        return other_sigaction(sig, act, old);
     if (old)
         *old = *p;
     if (act)
-        *p = *act;
+        as_kept(p, act);
     return 0;
+}
+
+/* ---- exec: a SIG_IGN of the program's is inherited ---- */
+
+static bool ignored(const struct sigaction *sa)
+{
+    return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_IGN;
+}
+
+/*
+ * The kernel keeps SIG_IGN across exec, and resets handlers: for the
+ * program's SIG_IGN to reach what it executes, the kernel must hold it at
+ * the exec.  Undone when the exec fails, or for a spawn, once the child is
+ * started.
+ */
+static void exec_prepare(void)
+{
+    resolve();
+    if (!atomic_load_explicit(&chained, memory_order_acquire))
+        return;
+    for (int i = 0; i < 2; i++)
+        if (ignored(&prog[i]))
+            real_sigaction(i ? SIGBUS : SIGSEGV, &prog[i], NULL);
+}
+
+static void exec_done(void)
+{
+    int saved = errno;
+
+    if (atomic_load_explicit(&chained, memory_order_acquire))
+        for (int i = 0; i < 2; i++)
+            if (ignored(&prog[i]))
+                real_sigaction(i ? SIGBUS : SIGSEGV, &ours[i], NULL);
+    errno = saved;
+}
+
+#define EXEC_WRAP(fn, ...)                                                                                        \
+    do {                                                                                                          \
+        static __typeof__(fn) *real;                                                                              \
+        int rc;                                                                                                   \
+        if (!real)                                                                                                \
+            real = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);                                                       \
+        exec_prepare();                                                                                           \
+        rc = real(__VA_ARGS__);                                                                                   \
+        exec_done();                                                                                              \
+        return rc;                                                                                                \
+    } while (0)
+
+VMS_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+    EXEC_WRAP(execve, path, argv, envp);
+}
+
+VMS_API int execv(const char *path, char *const argv[])
+{
+    EXEC_WRAP(execv, path, argv);
+}
+
+VMS_API int execvp(const char *file, char *const argv[])
+{
+    EXEC_WRAP(execvp, file, argv);
+}
+
+VMS_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    EXEC_WRAP(execvpe, file, argv, envp);
+}
+
+VMS_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    EXEC_WRAP(fexecve, fd, argv, envp);
+}
+
+VMS_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    EXEC_WRAP(posix_spawn, pid, path, fa, attr, argv, envp);
+}
+
+VMS_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    EXEC_WRAP(posix_spawnp, pid, file, fa, attr, argv, envp);
 }
 
 VMS_API __sighandler_t signal(int sig, __sighandler_t handler)
@@ -143,7 +281,9 @@ VMS_API __sighandler_t signal(int sig, __sighandler_t handler)
     resolve();
     if (!chained_signal(sig) && !atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
         return real_signal(sig, handler); /* traced: through sigaction above */
+    /* As glibc's signal(): the signal itself in the mask. */
     sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, &old);
+    if (sigaddset(&sa.sa_mask, sig) || sigaction(sig, &sa, &old))
+        return SIG_ERR;
     return old.sa_handler;
 }

@@ -153,6 +153,9 @@ void vms__wait_forget(struct vms_fiber_desc *f);
  * failure), fills its task record and puts a detached thread on the reap
  * list; entry must call vms__thread_begin() first in the new thread.
  * vms__thread_join joins with join and frees a vmstack stack;
+ * vms__thread_of tells whether t runs on a vmstack stack (1, st filled),
+ * not (0), or is a thread of ours that join and detach must refuse as
+ * glibc would: -EINVAL when detached, -ESRCH once joined (its slot freed);
  * vms__thread_reap frees the stacks of finished detached threads.
  * vms__thread_release frees a finished thread's stack, after calling
  * vms__thread_ended on it when set (libvmstack-preload.so measures the
@@ -170,6 +173,7 @@ int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_sta
                          void *arg, const char *name, void *start);
 void vms__thread_begin(void);
 int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **));
+int vms__thread_of(pthread_t t, vms_stack *st);
 void vms__thread_reap(void);
 void vms__thread_release(vms_stack *st);
 extern void (*vms__thread_ended)(vms_stack *st);

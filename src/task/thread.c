@@ -26,7 +26,10 @@
  * syscall.  A finished detached thread's stack waits for the next create,
  * which is exactly when a stack is wanted again.  (Should that list not
  * grow for want of memory, the thread's stack is never freed: a leak, not
- * a use after free.)
+ * a use after free.)  The task record remembers that the thread is
+ * detached, so that join and detach answer EINVAL as glibc does, and a
+ * handle whose stack was freed (a thread already joined) gets ESRCH,
+ * never a call into glibc with a descriptor that is gone.
  */
 #include "task/task.h"
 
@@ -198,6 +201,8 @@ int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_sta
         task->start = start;
         if (name)
             strncpy(task->name, name, sizeof task->name - 1);
+        /* Before the thread runs: its pthread_getattr_np must see it. */
+        task->detached = detached == PTHREAD_CREATE_DETACHED;
     }
     vms__thread_reap();
     if ((rc = vms__pthread.create(t, &a, entry, arg)))
@@ -245,11 +250,32 @@ int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void
     return rc;
 }
 
+/*
+ * pthread_t is the address of glibc's descriptor, at the top of the thread's
+ * stack: a stale handle points into a slot of ours that is free, or live
+ * for something else than a thread.
+ */
+int vms__thread_of(pthread_t t, vms_stack *st)
+{
+    struct vms_loc loc;
+    struct vms_task *task;
+
+    vms__locate((void *)t, &loc);
+    if (loc.where == VMS_AT_NONE)
+        return 0;
+    if (loc.where != VMS_AT_STACK || !vms_on_stack((void *)t, st) || !(task = vms__task_of(st)) ||
+        task->kind != VMS_TASK_THREAD)
+        return -ESRCH;
+    return task->detached ? -EINVAL : 1;
+}
+
 int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **))
 {
     vms_stack st;
-    int ours = vms_on_stack((void *)t, &st), rc;
+    int ours = vms__thread_of(t, &st), rc;
 
+    if (ours < 0)
+        return ours;
     if ((rc = join(t, ret)))
         return vms__fail(rc, "pthread_join: %s", strerror(rc));
     if (ours)
@@ -264,10 +290,19 @@ int vms_thread_join(pthread_t t, void **ret)
 
 int vms_thread_detach(pthread_t t)
 {
-    int rc;
+    vms_stack st;
+    int ours = vms__thread_of(t, &st), rc;
 
-    if (vms_on_stack((void *)t, NULL))
-        return reap_push(t);
+    if (ours < 0)
+        return ours;
+    if (ours) {
+        /* Marked first: once on the reap list, the stack may be freed by another thread at any time. */
+        struct vms_task *task = vms__task_of(&st);
+        task->detached = true;
+        if ((rc = reap_push(t)))
+            task->detached = false;
+        return rc;
+    }
     if ((rc = vms__pthread.detach(t)))
         return vms__fail(rc, "pthread_detach: %s", strerror(rc));
     return 0;

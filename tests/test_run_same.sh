@@ -1,0 +1,158 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# What a program observes is the same plain and under 'vmstack run' and
+# 'vmstack trace' (the table goes to --output): thread attributes, joins,
+# signal dispositions, LD_PRELOAD order, the launcher's stack.
+# usage: test_run_same.sh CASE VMSTACK BINDIR   (BINDIR holds the run_* programs)
+# Exit 0 pass, 1 fail, 77 skip (a program it needs is not installed).
+set -u
+case_=$1 vmstack=$2 bin=$3
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
+skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
+
+# each NAME CMD...: runs CMD plain, under run and under trace; NAME.{plain,run,trace}{,.err,.rc}.
+each() {
+    name=$1; shift
+    "$@" > "$tmp/$name.plain" 2> "$tmp/$name.plain.err"; echo $? > "$tmp/$name.plain.rc"
+    for mode in run trace; do
+        "$vmstack" $mode --guard 128K --output "$tmp/$name.$mode.table" -- "$@" \
+            > "$tmp/$name.$mode" 2> "$tmp/$name.$mode.err"; echo $? > "$tmp/$name.$mode.rc"
+    done
+}
+
+# same NAME: stdout, stderr and exit status identical plain, under run and under trace.
+same() {
+    for mode in run trace; do
+        for f in "" .err .rc; do
+            cmp -s "$tmp/$1.plain$f" "$tmp/$1.$mode$f" ||
+                fail "$1: $mode$f differs from plain:
+$(diff "$tmp/$1.plain$f" "$tmp/$1.$mode$f")"
+        done
+    done
+}
+
+rustc() {
+    [ -x /usr/bin/rustc ] || skip "no /usr/bin/rustc"
+    /usr/bin/rustc -O -o "$tmp/$1" "$(dirname "$0")/rust/$1.rs" 2> "$tmp/rustc.err" ||
+        fail "rustc $1: $(cat "$tmp/rustc.err")"
+}
+
+case $case_ in
+getattr)
+    # pthread_getattr_np: glibc's stack size for the size asked, vmstack's guard, the detach state.
+    each attr "$bin/run_attr"
+    grep ' stack ' "$tmp/attr.plain" | sed 's/ guard [0-9]* / guard 131072 /' > "$tmp/want"
+    grep -q 'asked 100000: stack 99968 guard 131072 joinable, frame inside the stack' "$tmp/want" ||
+        fail "glibc itself reports otherwise: $(cat "$tmp/attr.plain")"
+    for mode in run trace; do
+        grep ' stack ' "$tmp/attr.$mode" | cmp -s "$tmp/want" - ||
+            fail "$mode: $(grep ' stack ' "$tmp/attr.$mode" | diff "$tmp/want" -)"
+    done
+    ;;
+join_detached)
+    # pthread_join/pthread_detach of detached and joined threads: glibc's errors, and creating goes on.
+    each attr "$bin/run_attr"
+    for mode in run trace; do
+        [ "$(cat "$tmp/attr.$mode.rc")" = 0 ] || fail "$mode: exit $(cat "$tmp/attr.$mode.rc"): $(cat "$tmp/attr.$mode.err")"
+        grep -v ' stack ' "$tmp/attr.plain" > "$tmp/want"
+        grep -v ' stack ' "$tmp/attr.$mode" | cmp -s "$tmp/want" - ||
+            fail "$mode: $(grep -v ' stack ' "$tmp/attr.$mode" | diff "$tmp/want" -)"
+        [ "$(grep -c '^after: ' "$tmp/attr.$mode")" = 10 ] || fail "$mode: threads created after: $(cat "$tmp/attr.$mode")"
+    done
+    grep -qx 'join of a detached thread: EINVAL' "$tmp/attr.plain" && grep -qx 'join again: ESRCH' "$tmp/attr.plain" ||
+        fail "glibc itself says otherwise: $(cat "$tmp/attr.plain")"
+    ;;
+rust_thread)
+    # Rust's std::thread finds its guard with pthread_getattr_np: the program runs as plain.
+    rustc thread
+    each thread "$tmp/thread"
+    [ "$(cat "$tmp/thread.plain.rc")" = 5 ] || fail "plain: exit $(cat "$tmp/thread.plain.rc")"
+    same thread
+    ;;
+rust_overflow)
+    # Our report, then Rust's own message, and death by SIGABRT as plain.
+    rustc overflow
+    each overflow "$tmp/overflow"
+    for mode in plain run trace; do
+        [ "$(cat "$tmp/overflow.$mode.rc")" = 134 ] || fail "$mode: exit $(cat "$tmp/overflow.$mode.rc")"
+        # (the shell's own "Aborted" line left out)
+        [ "$(grep -v '^Aborted' "$tmp/overflow.$mode.err" | tail -n 2)" = "thread 'deep' has overflowed its stack
+fatal runtime error: stack overflow" ] || fail "$mode: Rust's message is not last: $(cat "$tmp/overflow.$mode.err")"
+    done
+    for mode in run trace; do
+        grep -q '^vmstack: BUG: stack guard page was hit at ' "$tmp/overflow.$mode.err" ||
+            fail "$mode: no report: $(cat "$tmp/overflow.$mode.err")"
+        grep -q "^vmstack: thread 'deep' (tid [0-9]*), start routine .*thread_start" "$tmp/overflow.$mode.err" ||
+            fail "$mode: the report does not name the thread: $(cat "$tmp/overflow.$mode.err")"
+        grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/overflow.$mode.err" ||
+            fail "$mode: $(cat "$tmp/overflow.$mode.err")"
+    done
+    ;;
+asan)
+    # A program built with -fsanitize=address (gcc: libasan.so needed) runs under run as plain:
+    # its runtime goes first in LD_PRELOAD.  And a library the environment preloads stays first.
+    cc -fsanitize=address -D_GNU_SOURCE -pthread -o "$tmp/attr_asan" "$(dirname "$0")/run_attr.c" 2> "$tmp/cc.err" ||
+        skip "no ASan: $(cat "$tmp/cc.err")"
+    "$tmp/attr_asan" > "$tmp/want" 2> "$tmp/want.err" || fail "plain: $(cat "$tmp/want.err")"
+    sed -i 's/ guard [0-9]* / guard 131072 /' "$tmp/want"
+    "$vmstack" run --guard 128K --output "$tmp/table" -- "$tmp/attr_asan" > "$tmp/out" 2> "$tmp/err" ||
+        fail "exit $?: $(cat "$tmp/err")"
+    cmp -s "$tmp/want" "$tmp/out" || fail "$(diff "$tmp/want" "$tmp/out")"
+    [ ! -s "$tmp/err" ] || fail "stderr: $(cat "$tmp/err")"
+    grep -q 'asan_thread_start' "$tmp/table" || fail "the threads are not in the table: $(cat "$tmp/table")"
+    lib=$(ldd "$tmp/attr_asan" | awk '/libasan/ { print $3 }')
+    [ "$(LD_PRELOAD=$lib "$vmstack" run --output "$tmp/table" -- printenv LD_PRELOAD | cut -d: -f1)" = "$lib" ] ||
+        fail "LD_PRELOAD=$lib does not stay first"
+    ;;
+sigaction)
+    # Handlers, flags (SA_RESTORER kept, no SA_ONSTACK added) and masks read back as set.
+    each sa "$bin/run_sigaction"
+    same sa
+    grep -qx 'onstack SEGV: action flags 0x4c000004 restorer set mask 1111111101111111110111111111111001111111111111111111111111111111' \
+        "$tmp/sa.plain" || fail "glibc itself reads back otherwise: $(cat "$tmp/sa.plain")"
+    tail -n 1 "$tmp/sa.plain" | grep -qx 'a sent SIGSEGV was ignored' || fail "plain: $(cat "$tmp/sa.plain")"
+    ;;
+sigign)
+    # SIG_IGN set by the program, inherited across the exec into it, and passed on to what it executes.
+    each set sh -c 'trap "" SEGV; kill -SEGV $$; echo alive'
+    same set
+    each inherited sh -c 'trap "" SEGV BUS; exec "$@"' sh sh -c 'kill -SEGV $$; kill -BUS $$; echo alive'
+    same inherited
+    each passed sh -c 'trap "" SEGV; sh -c "kill -SEGV \$\$; echo alive"; echo parent'
+    same passed
+    [ "$(cat "$tmp/set.plain" "$tmp/inherited.plain" "$tmp/passed.plain")" = "alive
+alive
+alive
+parent" ] || fail "plain: $(cat "$tmp/set.plain" "$tmp/inherited.plain" "$tmp/passed.plain")"
+    ;;
+java_xcheck)
+    # The JVM checks that its signal handlers stay as it set them: no warning, as plain.
+    command -v java > /dev/null || skip "no java"
+    each java java -Xcheck:jni -version
+    same java
+    ! grep -q 'Warning' "$tmp/java.plain.err" || fail "plain warns: $(cat "$tmp/java.plain.err")"
+    ;;
+small_stack)
+    # The launcher runs where the program does: under 'ulimit -s 16', every frame of its own under 4 KiB.
+    # (Static functions inlined into cmd_run count in its frame.)  A small environment: with a large
+    # one, the dynamic loader itself runs out of 16 KiB preloading any library, libm as well as ours.
+    for mode in run trace; do
+        for i in 1 2 3 4 5 6 7 8; do
+            env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" $mode -- true \
+                > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = 0 ] && [ ! -s "$tmp/out" ] && grep -q '^vmstack run: stack usage of true ' "$tmp/err" ||
+                fail "$mode ($i): exit $rc: $(cat "$tmp/out" "$tmp/err")"
+        done
+    done
+    "$vmstack" checkstack --min 0 "$vmstack" > "$tmp/frames" || fail "checkstack: $(cat "$tmp/frames")"
+    awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|check_output|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
+            n++; if ($2 >= 4096) { print; bad = 1 } }
+         END { exit bad || n < 5 }' "$tmp/frames" || fail "launcher frames of 4 KiB or more, or not found"
+    ;;
+*)
+    fail "no such case"
+    ;;
+esac
+exit 0
