@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite: the default build in both guard modes, then
 # AddressSanitizer+UBSan in both guard modes, then ThreadSanitizer on the
-# concurrent tests.  Warnings are errors.  Exits non-zero on any failure.
+# concurrent tests, then the compatibility suite (tests/compat/: real
+# runtimes and tools plain and under vmstack) once, on the default build,
+# with its wall-time ratios.  Warnings are errors.  Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh
+scripts/test-deps.sh
 jobs=$(nproc)
 
 build() { # DIR [cmake args...]
@@ -22,8 +25,8 @@ suite() { # DIR LABEL [ctest args...]
 }
 
 build build-test
-suite build-test "default build, guard mode auto"
-VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect"
+suite build-test "default build, guard mode auto" -LE compat
+VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect" -LE compat
 
 build build-asan -DVMS_SANITIZE=address
 suite build-asan "AddressSanitizer+UBSan, guard mode auto"
@@ -31,3 +34,10 @@ VMSTACK_GUARD=mprotect suite build-asan "AddressSanitizer+UBSan, VMSTACK_GUARD=m
 
 build build-tsan -DVMS_SANITIZE=thread
 suite build-tsan "ThreadSanitizer, concurrent tests" -L threads
+
+# Last, so that its table of ratios ends the output.
+rm -rf build-test/compat-times
+compat=0
+suite build-test "compatibility suite, default build" -L compat || compat=$?
+tests/compat/ratios.sh build-test/compat-times
+[ "$compat" -eq 0 ] || exit "$compat"

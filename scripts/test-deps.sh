@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs what the compatibility suite (tests/compat/) runs, from Debian's
+# packages (only what is missing).  Node is required as a `node` binary:
+# one from elsewhere (nodesource) is kept, Debian's is installed otherwise.
+set -euo pipefail
+
+PACKAGES=(openjdk-17-jdk-headless rustc golang-go libpython3.11-testsuite python3 valgrind gdb strace
+          sqlite3 iputils-ping libcap2-bin util-linux git make xz-utils coreutils gcc)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v node > /dev/null || missing+=(nodejs)
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
