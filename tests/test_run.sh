@@ -210,6 +210,17 @@ table_exit_group|table_abort|table_sigkill)
         [ ! -e "$tmp/t" ] || fail "$sub $how: FILE written: $(cat "$tmp/t")"
     done
     ;;
+valgrind)
+    # valgrind under 'vmstack run' (the preload in the program valgrind runs): vmstack's own reads
+    # of stacks (usage scans, zeroing a gone thread's stack, unwinding) are no memcheck errors.
+    command -v valgrind > /dev/null || skip "valgrind not installed"
+    "$vmstack" run -- valgrind -q --error-exitcode=9 "$bin/run_clean" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 0 ] || fail "exit $rc: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/out")" = ok ] || fail "stdout: $(cat "$tmp/out")"
+    ! grep -q '^==[0-9]*==' "$tmp/err" || fail "memcheck errors: $(cat "$tmp/err")"
+    grep -q '^vmstack run: stack usage of run_clean (pid [0-9]*) at exit$' "$tmp/err" &&
+        [ "$(grep -c '  work  ' "$tmp/err")" = 4 ] || fail "table: $(cat "$tmp/err")"
+    ;;
 emfile)
     # A program that used up its descriptors: exit 0, and the table in FILE all the same.
     for sub in run trace; do
