@@ -167,6 +167,70 @@ xz)
     cmp -s "$tmp/unxz.run" "$tmp/data" || fail "xz -d under vmstack run: not the original"
     plain_vs_run xzbad xz -T2 -dc "$tmp/data"
     ;;
+nofds)
+    # No descriptor of ours in the program, under run and trace, with or without --report-signal.
+    "$bin/run_exitpath" fds > "$tmp/plain" || fail "run_exitpath fds"
+    for sub in run trace "run --report-signal USR1" "trace --output $tmp/t"; do
+        # shellcheck disable=SC2086
+        "$vmstack" $sub -- "$bin/run_exitpath" fds > "$tmp/fds" 2> /dev/null || fail "$sub: exit $?"
+        cmp -s "$tmp/plain" "$tmp/fds" || fail "$sub: descriptors $(tr '\n' ' ' < "$tmp/fds"), plain $(tr '\n' ' ' < "$tmp/plain")"
+    done
+    # CPython's own tests of descriptors passed to children (Debian's python3 and its test suite).
+    /usr/bin/python3 -c 'import test.test_subprocess' 2> /dev/null || skip "libpython3.11-testsuite not installed"
+    for sub in run trace; do
+        "$vmstack" $sub --output "$tmp/t" -- /usr/bin/python3 -m test test_subprocess \
+            -m test_close_fds_when_max_fd_is_lowered -m test_pass_fds_redirected > "$tmp/out" 2>&1 ||
+            fail "$sub: python3 -m test test_subprocess: $(tail -n 20 "$tmp/out")"
+        grep -q '^Tests result: SUCCESS' "$tmp/out" && grep -q '^1 test OK' "$tmp/out" || fail "$sub: test_subprocess: $(tail -n 20 "$tmp/out")"
+    done
+    ;;
+table_exit)
+    # _exit runs no exit handler: the table is written all the same, the status is the program's.
+    "$vmstack" run --output "$tmp/t" -- "$bin/run_exitpath" _exit 2> "$tmp/err"; rc=$?
+    [ "$rc" = 5 ] || fail "exit $rc, expected 5: $(cat "$tmp/err")"
+    [ ! -s "$tmp/err" ] || fail "stderr: $(cat "$tmp/err")"
+    grep -q '^vmstack run: stack usage of run_exitpath (pid [0-9]*) at exit$' "$tmp/t" &&
+        [ "$(grep -c ' finished \| sleeper ' "$tmp/t")" = 2 ] || fail "table: $(cat "$tmp/t")"
+    ;;
+table_exit_group|table_abort|table_sigkill)
+    # No exit handler can run: the launcher says so, in one line, and the status is the program's.
+    case $case_ in
+    table_exit_group) how=exit_group want=7 why='exited with status 7 without running its exit handlers (exit_group)' ;;
+    table_abort) how=abort want=134 why='was killed by SIGABRT before its exit handlers ran' ;;
+    table_sigkill) how=sigkill want=137 why='was killed by SIGKILL before its exit handlers ran' ;;
+    esac
+    for sub in run trace; do
+        rm -f "$tmp/t"
+        (ulimit -c 0; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" $how) > "$tmp/out" 2> "$tmp/err"
+        rc=$?
+        [ "$rc" = "$want" ] || fail "$sub $how: exit $rc, expected $want: $(cat "$tmp/err")"
+        [ "$(wc -l < "$tmp/err")" = 1 ] &&
+            grep -qx "vmstack $sub: no stack usage table: run_exitpath (pid [0-9]*) $why" "$tmp/err" ||
+            fail "$sub $how: stderr: $(cat "$tmp/err")"
+        [ ! -e "$tmp/t" ] || fail "$sub $how: FILE written: $(cat "$tmp/t")"
+    done
+    ;;
+valgrind)
+    # valgrind under 'vmstack run' (the preload in the program valgrind runs): vmstack's own reads
+    # of stacks (usage scans, zeroing a gone thread's stack, unwinding) are no memcheck errors.
+    command -v valgrind > /dev/null || skip "valgrind not installed"
+    "$vmstack" run -- valgrind -q --error-exitcode=9 "$bin/run_clean" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 0 ] || fail "exit $rc: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/out")" = ok ] || fail "stdout: $(cat "$tmp/out")"
+    ! grep -q '^==[0-9]*==' "$tmp/err" || fail "memcheck errors: $(cat "$tmp/err")"
+    grep -q '^vmstack run: stack usage of run_clean (pid [0-9]*) at exit$' "$tmp/err" &&
+        [ "$(grep -c '  work  ' "$tmp/err")" = 4 ] || fail "table: $(cat "$tmp/err")"
+    ;;
+emfile)
+    # A program that used up its descriptors: exit 0, and the table in FILE all the same.
+    for sub in run trace; do
+        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" emfile 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] || fail "$sub: exit $rc: $(cat "$tmp/err")"
+        [ ! -s "$tmp/err" ] || fail "$sub: stderr: $(cat "$tmp/err")"
+        grep -q '^vmstack run: stack usage of run_exitpath (pid [0-9]*) at exit$' "$tmp/t" &&
+            grep -q '^ *[0-9]*  run_exitpath  *main  ' "$tmp/t" || fail "$sub: table: $(cat "$tmp/t")"
+    done
+    ;;
 *)
     fail "unknown case"
     ;;

@@ -26,6 +26,14 @@ int cmd_trace(int argc, char **argv); /* tools/trace.c */
 int cmd_checkstack(int argc, char **argv);
 
 /*
+ * 'vmstack run' and 'trace' (launch.c): forks.  Returns 0 in the child,
+ * which goes on to exec PROG at path, and -1 after a message when it
+ * cannot; the launcher never returns: it waits, writes the table (to
+ * output, an absolute path, or stderr) and ends as the program ended.
+ */
+int cmd_launch(const char *sub, const char *path, const char *output);
+
+/*
  * A companion file of the tool (libdir.c): next to the binary, else in its
  * install directory (VMS_PRELOAD_REL from the binary).  The path in out.
  */

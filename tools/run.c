@@ -2,9 +2,10 @@
 /*
  * 'vmstack run [options] -- PROG ARGS': runs an unmodified, dynamically
  * linked program with libvmstack-preload.so preloaded.  The options reach
- * the preload library as VMSTACK_RUN_* variables (src/preload/preload.h), and the
- * program replaces this process (exec), so that 'run' ends as the program
- * ends: its exit status, or death by its signal.
+ * the preload library as VMSTACK_RUN_* variables (src/preload/preload.h).
+ * The program runs in a child (launch.c); this process waits, writes the
+ * table the program left in shared memory however it ended, and ends as
+ * the program ended: its exit status, or death by its signal.
  *
  * The preload library is looked for next to the vmstack binary (the build
  * tree) and then at VMS_PRELOAD_REL relative to it (the installed layout,
@@ -485,6 +486,8 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
         return CMD_FAIL;
     }
+    if (cmd_launch(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run", path, a.output ? output : NULL))
+        return CMD_FAIL;
     if (set_env(&a, path, preload, a.output ? output : NULL)) {
         fprintf(stderr, "vmstack run: out of memory for the environment\n");
         return CMD_FAIL;

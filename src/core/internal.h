@@ -186,7 +186,6 @@ void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
 long vms__os_count_vmas(void);
 long vms__os_max_map_count(void);
-int vms__os_dup_high(int fd);
 int vms__os_write_all(int fd, const char *p, size_t len);
 
 /*

@@ -173,26 +173,6 @@ long vms__os_max_map_count(void)
     return v;
 }
 
-/*
- * A close-on-exec copy of fd at the highest free number below the
- * descriptor limit, or -1.  A descriptor vmstack must hold sits where
- * open() hands out numbers last, so the program's own numbering is the
- * one it would have without us.  Async-signal-safe.
- */
-int vms__os_dup_high(int fd)
-{
-    struct rlimit rl;
-    int lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
-
-    /* F_DUPFD gives the lowest free number at or above want: from the top down, the first success. */
-    for (int want = lim - 1; want >= 3 && want >= lim - 64; want--) {
-        int got = fcntl(fd, F_DUPFD_CLOEXEC, want);
-        if (got >= 0)
-            return got;
-    }
-    return -1;
-}
-
 /* Writes all of p, through short writes and EINTR.  0 or -errno.  Async-signal-safe. */
 int vms__os_write_all(int fd, const char *p, size_t len)
 {

@@ -86,7 +86,10 @@ size_t vms__used_bytes_top(const char *base, size_t size)
         win = win * 2 < PAGES_PER_CALL ? win * 2 : PAGES_PER_CALL;
     }
     for (size_t p = lowest; p < size / pg; p++) {
-        const char *hit = first_nonzero(base + p * pg, pg, p == 0);
+        const char *hit;
+        vms__san_quiet_begin();
+        hit = first_nonzero(base + p * pg, pg, p == 0);
+        vms__san_quiet_end();
         if (hit)
             return (size_t)(base + size - hit);
     }

@@ -36,8 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 /*
  * Each thread's own alternate stack: its top REPORT_BYTES keep the text of
@@ -607,26 +605,22 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 
 /*
  * libunwind sets itself up on first use; let that happen here, not in the
- * handler.  And it keeps no cache of parsed call-frame information: it
- * parses a frame's CFI while holding the shared cache's lock with every
- * signal blocked, and a fault there (corrupt CFI) is a fault with SIGSEGV
- * blocked, which the kernel ends at once, the report cut short.  Without
- * the cache it parses with the handler's mask, and such a fault comes
- * back to the nested-fault jump: "(unwinding failed)", then the policy.
- * The price is a lookup of every frame's CFI, about 1 us more for each
- * frame walked (an overflow 8,000 frames deep: 45 ms of CPU instead of
- * 27), also for the program's own use of libunwind, if any.
+ * handler (vms__unwind_prepare).  Its address space keeps no cache of
+ * parsed call-frame information: libunwind parses a frame's CFI while
+ * holding the shared cache's lock with every signal blocked, and a fault
+ * there (corrupt CFI) is a fault with SIGSEGV blocked, which the kernel
+ * ends at once, the report cut short.  Without the cache it parses with
+ * the handler's mask, and such a fault comes back to the nested-fault
+ * jump: "(unwinding failed)", then the policy.  The price is a lookup of
+ * every frame's CFI, about 1 us more for each frame walked (an overflow
+ * 8,000 frames deep: 45 ms of CPU instead of 27).  The address space is
+ * vmstack's own: the program's own use of libunwind keeps its settings.
  */
 static void warm_unwinder(void)
 {
-    unw_context_t ctx;
-    unw_cursor_t c;
-
     if (vms__unwind_begin())
         return;
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
-    if (unw_getcontext(&ctx) == 0 && unw_init_local(&c, &ctx) == 0)
-        unw_step(&c);
+    vms__unwind_prepare();
     vms__unwind_end();
 }
 

@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <ucontext.h>
 
+#include <libunwind.h>
+
 /* ---- report.c: the report, async-signal-safe ---- */
 
 /*
@@ -115,14 +117,29 @@ int vms__symbols_snapshot(void);
 /* Async-signal-safe lookup; reads a module's symbols the first time. */
 void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r);
 
-/* ---- unwindfd.c ---- */
+/* ---- unwind.c ---- */
 
 /*
- * Around every use of libunwind: its descriptors are kept at the top of
- * the range, and fork waits for no thread to be inside it.  begin returns
- * NULL, or why nothing may be unwound now (the program has taken one of
- * the descriptors' numbers; a fork is under way); end only after NULL.
- * Async-signal-safe.
+ * libunwind over an interrupted context, reading memory through a check
+ * of each page that needs no descriptor (see unwind.c).  prepare once,
+ * outside signal handlers (fault_init does); init then works in any
+ * context and fails (negative) before prepare.  The struct holds the
+ * cursor and what the accessors need, and must live while c is used.
+ */
+#define PAGES_KNOWN 8
+struct vms_unwind {
+    unw_cursor_t c;
+    const ucontext_t *uc;
+    pid_t pid;
+    unsigned next;
+    uintptr_t pages[PAGES_KNOWN]; /* readable pages seen last */
+};
+void vms__unwind_prepare(void);
+int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc);
+/*
+ * Around every use of libunwind: fork waits for no thread to be inside
+ * it.  begin returns NULL, or why nothing may be unwound now (a fork is
+ * under way); end only after NULL.  Async-signal-safe.
  */
 const char *vms__unwind_begin(void);
 void vms__unwind_end(void);

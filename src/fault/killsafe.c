@@ -28,8 +28,6 @@
 
 #include <string.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #define MAX_CHAIN 100000 /* deeper than this is a broken stack, not a proof */
 
@@ -125,16 +123,17 @@ static void hold(struct vms_kill_check *k, const struct vms_symres *s)
  */
 static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack)
 {
-    unw_cursor_t c;
+    struct vms_unwind u;
+    unw_cursor_t *c = &u.c;
     unw_word_t ip, sp, prev_sp = 0;
     struct vms_symres s;
     bool probing = !stack && vms__fiber_probing(), held = false;
     int step = 1;
 
-    if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0)
+    if (vms__unwind_init(&u, f->uc) < 0)
         return;
     for (long i = 0; i < MAX_CHAIN; i++) {
-        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0)
+        if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0)
             return;
         if (stack && i > 0 && (ip == 0 || sp > f->hi)) {
             k->followed = true; /* the frame before was the outermost */
@@ -146,7 +145,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
         if (stack && held)
             hold(k, &s); /* the frame below had a caller on the stack: not the trampoline */
         /* The start routine's own frame is the program's; above it is vmstack's fiber entry. */
-        if (!stack && fiber_entry(f, &c)) {
+        if (!stack && fiber_entry(f, c)) {
             k->followed = true;
             return;
         }
@@ -159,7 +158,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
             k->followed = true;
             return;
         }
-        if ((step = unw_step(&c)) <= 0) {
+        if ((step = unw_step(c)) <= 0) {
             /* 0: the unwinder's own end of the chain (undefined return address), after the trampoline. */
             k->followed = stack && step == 0 && i > 0;
             k->ended = step == 0;

@@ -26,8 +26,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #define HEAD_RUNS 24       /* runs of frames printed from the top of the trace */
 #define TAIL_RUNS 8        /* and from its bottom */
@@ -322,22 +320,23 @@ static uintptr_t walk_limit(const struct vms_fault *f)
 
 static void walk(struct trace *t, const struct vms_fault *f)
 {
-    unw_cursor_t c;
+    struct vms_unwind u;
+    unw_cursor_t *c = &u.c;
     uintptr_t limit = walk_limit(f);
     unw_word_t ip, sp, prev_sp = 0;
 
-    if (unw_init_local2(&c, (unw_context_t *)f->uc, UNW_INIT_SIGNAL_FRAME) < 0) {
+    if (vms__unwind_init(&u, f->uc) < 0) {
         add_frame(t, f->ip, false);
         return;
     }
     for (long i = 0; i < MAX_FRAMES; i++) {
-        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0 || ip == 0)
+        if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0 || ip == 0)
             break;
         if (i > 0 && (sp <= prev_sp || sp > limit))
             break;
         add_frame(t, ip, i > 0);
         prev_sp = sp;
-        if (unw_step(&c) <= 0)
+        if (unw_step(c) <= 0)
             break;
     }
 }

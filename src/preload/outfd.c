@@ -1,44 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The preload's one descriptor: where the usage table, the overflow
- * reports and the preload's own notices go.  It is the program's stderr
- * as it was at start, so that a program that closes or reopens fd 2 (as a
- * data file, or to /dev/null at exit as coreutils do) neither swallows
- * our output nor receives it.
+ * Where the preload's output goes, with no descriptor of ours in the
+ * program: overflow reports and the preload's notices are written to the
+ * program's fd 2 at the time, as sanitizers do, when fd 2 still is the
+ * file it was at start (device and inode); a program that closed fd 2 or
+ * reopened it to a file of its own (a data file, /dev/null at exit as
+ * coreutils do) neither receives them nor loses them: they go into the
+ * memory shared with 'vmstack run' (runshm.h), which writes them to its
+ * own stderr, the program's as it was at start, once the program has
+ * ended.  The table at exit always goes there: the launcher writes it,
+ * to stderr or to --output FILE, however the program ends.
  *
- * Holding a descriptor means a program can collide with it: a shell's
- * 'exec 200>lock' or a dup2 onto "its" number would write our table into
- * the program's file.  So the copy sits at the top of the descriptor
- * range, where open() hands out numbers last, and before every write its
- * identity is checked: still close-on-exec (dup2 onto it clears the flag)
- * and still the same file (device and inode).  When it is not, fd 2 is
- * used if fd 2 still is that same file, and otherwise nothing is written:
- * never into a file that is not the one we found at start.
- *
- * Everything here is async-signal-safe (fcntl, fstat, write): the overflow
- * handler writes its report through it.
+ * Everything but vms__out_attach is async-signal-safe (fstat, write,
+ * atomics): the overflow handler writes its report through it.
  */
 #include "preload/preload.h"
+#include "preload/runshm.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-static int out_fd = -1;
 static bool inited;           /* before vms__out_init (a call resolved early): fd 2 as it is */
 static bool out_known;        /* fd 2 was open at start: out_dev/out_ino are its identity */
 static dev_t out_dev;
 static ino_t out_ino;
-
-static bool is_out_file(int fd)
-{
-    struct stat sb;
-
-    return out_known && fstat(fd, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino;
-}
+static struct vms_run_shm *shm; /* NULL: not under 'vmstack run', or not the program it started */
+static pid_t shm_pid;
 
 void vms__out_init(void)
 {
@@ -46,30 +41,88 @@ void vms__out_init(void)
 
     inited = true;
     if (fstat(2, &sb))
-        return; /* no stderr: nothing of ours is ever written */
+        return; /* no stderr at start: nothing of ours goes to fd 2 */
     out_dev = sb.st_dev;
     out_ino = sb.st_ino;
     out_known = true;
-    out_fd = vms__os_dup_high(2);
 }
 
-/* The descriptor to write to now, or -1. */
-static int out_now(void)
+/*
+ * Maps the launcher's shared memory (its descriptor, through /proc: the
+ * launcher is our parent) and closes it again.  Called once the options
+ * are read, by the process 'vmstack run' started only.
+ */
+void vms__out_attach(void)
 {
-    int flags;
+    const char *v = getenv(VMS_RUN_SHM_ENV);
+    char path[64];
+    struct vms_run_shm *m;
+    int fd;
+
+    if (!v || snprintf(path, sizeof path, "/proc/%d/fd/%s", (int)getppid(), v) >= (int)sizeof path)
+        return;
+    if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
+        vms__out_printf("vmstack run: cannot map the launcher's table memory (%s): %s; the table may be lost\n",
+                        path, strerror(errno));
+        return;
+    }
+    m = mmap(NULL, VMS_RUN_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED || m->magic != VMS_RUN_SHM_MAGIC) {
+        if (m != MAP_FAILED)
+            munmap(m, VMS_RUN_SHM_SIZE);
+        return;
+    }
+    /* A new image of the program (it exec'd): its table replaces the last one's. */
+    atomic_store(&m->table_done, 0);
+    atomic_store(&m->attached, 1);
+    shm_pid = getpid();
+    shm = m;
+}
+
+/* The shared memory, in the process that mapped it only (not in a child forked since). */
+static struct vms_run_shm *shared(void)
+{
+    return shm && (pid_t)syscall(SYS_getpid) == shm_pid ? shm : NULL;
+}
+
+static bool fd2_is_ours(void)
+{
+    struct stat sb;
 
     if (!inited)
-        return 2;
-    if (out_fd >= 0 && (flags = fcntl(out_fd, F_GETFD)) >= 0 && (flags & FD_CLOEXEC) && is_out_file(out_fd))
-        return out_fd;
-    return is_out_file(2) ? 2 : -1;
+        return true;
+    return out_known && fstat(2, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino;
 }
 
 int vms__out_write(const char *p, size_t len)
 {
-    int fd = out_now();
+    struct vms_run_shm *m;
+    size_t at;
 
-    return fd < 0 ? -EBADF : vms__os_write_all(fd, p, len);
+    if (fd2_is_ours())
+        return vms__os_write_all(2, p, len);
+    if (!(m = shared()))
+        return -EBADF;
+    at = atomic_fetch_add(&m->reports_len, len);
+    if (at >= VMS_RUN_REPORTS_MAX)
+        return -ENOSPC;
+    memcpy(m->reports + at, p, len < VMS_RUN_REPORTS_MAX - at ? len : VMS_RUN_REPORTS_MAX - at);
+    return 0;
+}
+
+int vms__out_table(const char *text, size_t len)
+{
+    struct vms_run_shm *m = shared();
+
+    if (!m)
+        return -1;
+    if (len > VMS_RUN_TEXT_MAX)
+        len = VMS_RUN_TEXT_MAX;
+    memcpy(m->text, text, len);
+    m->text_len = len;
+    atomic_store(&m->table_done, 1);
+    return 0;
 }
 
 void vms__out_printf(const char *fmt, ...)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * 'vmstack run --output FILE': the table replaces FILE as a whole, so FILE
+ * 'vmstack run --output FILE': the table replaces FILE as a whole, written
+ * by the launcher at the end (tools/launch.c builds this file too) and by
+ * the program on --report-signal, so FILE
  * never holds half a table.  'vmstack run' may run as root and FILE may
  * sit in a directory others can write (/tmp), so the temporary file gets
  * a name nobody can predict and is created, never opened: mkostemp in
@@ -12,7 +14,7 @@
  * Every failure is a message and a return of -1: 'vmstack run' then ends
  * with exit status 1 if the program itself succeeded.
  */
-#include "preload/preload.h"
+#include "preload/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,9 +29,11 @@
 
 #define WRITE_TIMEOUT_MS 10000
 
+static void (*say)(const char *fmt, ...); /* where failures are told, set by the caller */
+
 static int fail(const char *what, const char *path, int err)
 {
-    vms__out_printf("vmstack run: cannot %s %s: %s\n", what, path, strerror(err));
+    say("vmstack run: cannot %s %s: %s\n", what, path, strerror(err));
     return -1;
 }
 
@@ -69,7 +73,7 @@ static int write_special(const char *path, const char *text, size_t len)
     int fd, rc;
 
     if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0 && errno == ENXIO) {
-        vms__out_printf("vmstack run: cannot write %s: a FIFO that nobody reads\n", path);
+        say("vmstack run: cannot write %s: a FIFO that nobody reads\n", path);
         return -1;
     }
     if (fd < 0)
@@ -124,10 +128,11 @@ static int write_replacing(const char *path, const char *text, size_t len)
     return 0;
 }
 
-int vms__run_write_output(const char *path, const char *text, size_t len)
+int vms__run_write_output(const char *path, const char *text, size_t len, void (*tell)(const char *fmt, ...))
 {
     struct stat sb;
 
+    say = tell;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         return write_special(path, text, len);
     return write_replacing(path, text, len);

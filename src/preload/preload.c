@@ -473,6 +473,8 @@ __attribute__((constructor)) static void preload_init(void)
     vms__run_fork_init();
     if (!read_options())
         return;
+    if (is_the_program())
+        vms__out_attach(); /* the launcher writes the table, however the program ends */
     vms_config_defaults(&cfg);
     if (vms_config_from_env(&cfg)) {
         unprotected(vms_last_error());

@@ -26,6 +26,8 @@
  *   VMSTACK_RUN_REPORT_SIGNAL  signal number that prints the table
  *   VMSTACK_RUN_PID            the process that prints the table (the one
  *                              'vmstack run' started; its children don't)
+ *   VMSTACK_RUN_SHM            the launcher's descriptor of the memory the
+ *                              table is left in (runshm.h)
  * and VMSTACK_GUARD, VMSTACK_GUARD_SIZE etc. for the library itself, as
  * the program sees them too.
  */
@@ -67,13 +69,17 @@ struct run_thread {
 };
 
 /*
- * outfd.c: where the table, the overflow reports and the preload's notices
- * go: the program's stderr as it was at start, checked before every write
- * (see outfd.c).  vms__out_write is async-signal-safe: the overflow
- * report's lines go through it.
+ * outfd.c: where the overflow reports and the preload's notices go: the
+ * program's fd 2 while it is the stderr of the start, else the memory
+ * shared with the launcher (see outfd.c); the table at exit goes there
+ * always.  vms__out_write is async-signal-safe: the overflow report's
+ * lines go through it.
  */
 void vms__out_init(void);
+void vms__out_attach(void); /* the launcher's shared memory, by the program it started */
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
+/* The table at exit, for the launcher to write; -1 when there is no launcher to write it. */
+int vms__out_table(const char *text, size_t len);
 void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
@@ -102,8 +108,6 @@ size_t vms__run_measure(const struct run_thread *t);
 int vms__run_table(const char *why);
 /* The table at exit, once, by the process 'vmstack run' started; -1 as vms__run_table. */
 int vms__run_exit_table(void);
-/* outfile.c: --output FILE, replaced whole and safely (see there); 0 or -1 after a message. */
-int vms__run_write_output(const char *path, const char *text, size_t len);
 /* Registers the table's part of the fork handling (core/fork.c). */
 void vms__run_fork_init(void);
 /* Starts the helper thread that prints the table on opts.report_signal. */

@@ -12,23 +12,32 @@
  * that too is what overflows: PEAK/STACK is how full the stack got.  The
  * part above the start routine is reported as "tls_bytes" in JSON.
  *
+ * The table at exit goes to the memory shared with 'vmstack run', which
+ * writes it (to stderr or FILE) once the program has ended; a table on
+ * --report-signal is written at once, to the program's stderr as at start
+ * or replacing FILE.
+ *
  * A finished thread's row is kept; past ROWS_MAX rows, finished threads
  * are folded into one row per start routine (count, deepest peak), so a
  * program that makes millions of threads keeps a bounded table.
  */
 #include "fault/fault.h"
 #include "preload/preload.h"
+#include "preload/outfile.h"
 #include "core/demangle.h"
 #include "core/json.h"
+#include "core/sanitizer.h"
 #include "trace/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -166,7 +175,10 @@ void vms__run_released(vms_stack *st)
     struct run_thread *t = task ? task->owner : NULL;
     size_t used = vms__used_bytes_top(st->base, st->size);
 
+    /* A gone thread's stack: valgrind holds it inaccessible, and zeroing it is no error. */
+    vms__san_quiet_begin();
     memset((char *)vms_stack_top(st) - used, 0, used);
+    vms__san_quiet_end();
     if (!t)
         return;
     pthread_mutex_lock(&rows_lock);
@@ -178,16 +190,30 @@ void vms__run_released(vms_stack *st)
 
 /* ---- collecting rows ---- */
 
+/*
+ * The bounds found last are kept for when /proc cannot be opened (a
+ * program that used up its descriptors and exits): the table then
+ * measures the stack as it was then, without the part it grew since.
+ */
 int vms__run_main_stack(char **lo, char **hi)
 {
+    static char *last_lo, *last_hi;
     FILE *f = fopen("/proc/self/maps", "re");
     char line[512];
     int rc = -ENOENT;
 
-    if (!f)
-        return -errno;
+    if (!f) {
+        rc = -errno;
+        if (!last_hi)
+            return rc;
+        *lo = last_lo;
+        *hi = last_hi;
+        return 0;
+    }
     while (fgets(line, sizeof line, f))
         if (strstr(line, "[stack]") && sscanf(line, "%p-%p", (void **)lo, (void **)hi) == 2) {
+            last_lo = *lo;
+            last_hi = *hi;
             rc = 0;
             break;
         }
@@ -224,7 +250,8 @@ static void main_row(struct row *r)
     r->tid = getpid();
     r->count = 1;
     r->guard = MAIN_GUARD_PAGES * vms__g.page;
-    task_comm(r->tid, r->name);
+    if (!task_comm(r->tid, r->name))
+        prctl(PR_GET_NAME, r->name); /* no descriptor left: the exiting thread's name, most often the main one's */
     if (vms__run_main_stack(&lo, &hi))
         return;
     r->stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : (size_t)(hi - lo);
@@ -454,7 +481,17 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
 
 /* ---- output ---- */
 
-int vms__run_table(const char *why)
+static int deliver(const char *text, size_t len, bool at_exit)
+{
+    if (at_exit && vms__out_table(text, len) == 0)
+        return 0; /* the launcher writes it */
+    if (vms__run_opts.output)
+        return vms__run_write_output(vms__run_opts.output, text, len, vms__out_printf);
+    vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
+    return 0;
+}
+
+static int run_table(const char *why, bool at_exit)
 {
     char *text = NULL;
     int rc = -1;
@@ -471,17 +508,17 @@ int vms__run_table(const char *why)
             vms__trace_format(f, why);
         fclose(f);
         /* One write, never mixed with the program's own buffered stderr. */
-        if (vms__run_opts.output) {
-            rc = vms__run_write_output(vms__run_opts.output, text, len);
-        } else {
-            vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
-            rc = 0;
-        }
+        rc = deliver(text, len, at_exit);
     }
     free(text);
     free(rows);
     pthread_mutex_unlock(&out_lock);
     return rc;
+}
+
+int vms__run_table(const char *why)
+{
+    return run_table(why, false);
 }
 
 int vms__run_exit_table(void)
@@ -490,12 +527,13 @@ int vms__run_exit_table(void)
 
     if ((vms__run_opts.pid && vms__run_opts.pid != getpid()) || atomic_exchange(&printed, 1))
         return 0;
-    return vms__run_table("exit");
+    return run_table("exit", true);
 }
 
 /* ---- the table on a signal ---- */
 
-static int sig_pipe[2] = { -1, -1 };
+static sem_t sig_sem; /* posted by the handler, for the helper thread: no descriptor */
+static bool sig_on;
 
 /*
  * A child made by fork() is not the program 'vmstack run' started: its
@@ -506,12 +544,10 @@ static void signal_child(void)
 {
     struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-    if (vms__run_opts.report_signal && sig_pipe[0] >= 0) {
+    if (vms__run_opts.report_signal && sig_on) {
         sigemptyset(&dfl.sa_mask);
         sigaction(vms__run_opts.report_signal, &dfl, NULL);
-        close(sig_pipe[0]);
-        close(sig_pipe[1]);
-        sig_pipe[0] = sig_pipe[1] = -1;
+        sig_on = false;
     }
 }
 
@@ -538,29 +574,27 @@ void vms__run_fork_init(void)
     vms__fork_hook(VMS_FORK_RUN_OUTPUT, out_lock_take, out_lock_release, out_lock_child);
 }
 
-/* Async-signal-safe: only a write to the helper thread's pipe. */
+/* Async-signal-safe: only a post to the helper thread's semaphore. */
 static void on_report_signal(int sig)
 {
     int saved = errno;
-    char c = (char)sig;
 
-    if (write(sig_pipe[1], &c, 1) < 0) {
-        /* pipe full: a table is on its way anyway */
-    }
+    (void)sig;
+    sem_post(&sig_sem); /* EOVERFLOW: tables are on their way anyway */
     errno = saved;
 }
 
 static void *signal_helper(void *unused)
 {
-    char c, why[32];
+    char why[32];
 
     (void)unused;
     for (;;) {
-        ssize_t got = read(sig_pipe[0], &c, 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
+        if (sem_wait(&sig_sem)) {
+            if (errno == EINTR)
+                continue;
             return NULL;
+        }
         snprintf(why, sizeof why, "SIG%s", sigabbrev_np(vms__run_opts.report_signal));
         vms__run_table(why);
     }
@@ -574,9 +608,8 @@ int vms__run_signal_init(void)
     pthread_t t;
     int rc;
 
-    if (pipe2(sig_pipe, O_CLOEXEC))
+    if (sem_init(&sig_sem, 0, 0))
         return -errno;
-    fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
     /* The helper takes none of the program's signals. */
     sigfillset(&all);
     pthread_attr_init(&a);
@@ -587,5 +620,8 @@ int vms__run_signal_init(void)
     if (rc)
         return -rc;
     sigemptyset(&sa.sa_mask);
-    return sigaction(vms__run_opts.report_signal, &sa, NULL) ? -errno : 0;
+    if (sigaction(vms__run_opts.report_signal, &sa, NULL))
+        return -errno;
+    sig_on = true;
+    return 0;
 }

@@ -68,8 +68,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -268,7 +266,7 @@ static bool callers_intact(const struct task *t, uint32_t m)
 
 /* Unwinding state: the libunwind cursor and the last stack pointer seen. */
 struct walk {
-    unw_cursor_t c;
+    struct vms_unwind u;
     uintptr_t prev, hi;
     bool first;
 };
@@ -278,9 +276,9 @@ static bool walk_next(struct walk *w, struct vms_trace_frame *f)
 {
     unw_word_t ip, sp;
 
-    if (!w->first && unw_step(&w->c) <= 0)
+    if (!w->first && unw_step(&w->u.c) <= 0)
         return false;
-    if (unw_get_reg(&w->c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&w->c, UNW_REG_SP, &sp) < 0 || ip == 0)
+    if (unw_get_reg(&w->u.c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&w->u.c, UNW_REG_SP, &sp) < 0 || ip == 0)
         return false;
     if (!w->first && (sp <= w->prev || sp > w->hi))
         return false; /* a broken or foreign stack: the chain ends here */
@@ -318,7 +316,7 @@ static uint32_t record(struct task *t, ucontext_t *uc)
     uint32_t k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
     bool unwinding = !vms__unwind_begin();
-    bool ok = unwinding && unw_init_local2(&w.c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0;
+    bool ok = unwinding && vms__unwind_init(&w.u, uc) == 0;
 
     write_begin(t);
     while (ok && k < NEW_FRAMES && walk_next(&w, &seen[k])) {

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libunwind, reading memory without a descriptor.
+ *
+ * libunwind's own address space for the running process checks that an
+ * address is readable before it reads a word there, by writing a byte
+ * from it into a pipe it opens on first use: two descriptors that the
+ * program then finds open (a test of the program's that counts its
+ * descriptors, or closes all above some number, sees them), at numbers
+ * the program may reuse.  So vmstack unwinds through an address space of
+ * its own (unw_create_addr_space) with libunwind's local accessors except
+ * two: registers come from the interrupted context, and memory is read
+ * through read_word below, which asks process_vm_readv (a system call
+ * that answers EFAULT where a read would fault: guard pages, unmapped
+ * memory) once per page and remembers the last PAGES_KNOWN pages that
+ * answered.  That is one system call per new page, as libunwind's check
+ * costs (it makes two or three).  The pipe libunwind would open at its
+ * initialisation is refused (pipe2 is interposed and fails while vmstack
+ * initialises libunwind), so no descriptor of ours is ever open.
+ *
+ * Under valgrind every word is copied by process_vm_readv: memcheck does
+ * not look into what the kernel copies, so the stack bytes libunwind
+ * reads (uninitialised padding, words below a frame) are neither invalid
+ * reads nor uninitialised values in the program's error count.
+ *
+ * The same bracket (vms__unwind_begin/end) keeps fork() from copying a
+ * thread's unwinding half done: libunwind looks up each frame with
+ * dl_iterate_phdr, which holds the dynamic loader's lock, and a child
+ * forked at that moment has the lock held forever (its first unwinding,
+ * or dlopen, then hangs).  Before fork, new unwinding is refused and the
+ * unwinding in progress is waited for; a report that comes in those
+ * microseconds says so instead of a backtrace.  Everything here but
+ * vms__unwind_prepare and the fork handlers is async-signal-safe.
+ */
+#include "fault/fault.h"
+#include "core/sanitizer.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static __thread __attribute__((tls_model("initial-exec"))) bool preparing;
+static unw_addr_space_t space;    /* ours; NULL until prepared */
+static bool on_valgrind;
+static _Atomic int inside;        /* threads between begin and end */
+static _Atomic bool forking;
+
+/* ---- memory ---- */
+
+/* Whether the page at page can be read: the kernel copies one byte of it for us. */
+static bool page_readable(const struct vms_unwind *u, uintptr_t page)
+{
+    char byte;
+    struct iovec local = {&byte, 1}, remote = {(void *)page, 1};
+    long n = syscall(SYS_process_vm_readv, u->pid, &local, 1UL, &remote, 1UL, 0UL);
+
+    /* Refused by a sandbox (EPERM, ENOSYS): read anyway; a fault comes back to the nested-fault jump. */
+    return n == 1 || (n < 0 && errno != EFAULT && errno != ESRCH);
+}
+
+static bool known_readable(struct vms_unwind *u, uintptr_t addr)
+{
+    uintptr_t page = addr & ~(uintptr_t)(vms__g.page - 1);
+
+    for (unsigned i = 0; i < PAGES_KNOWN; i++)
+        if (u->pages[i] == page)
+            return true;
+    if (!page || !page_readable(u, page))
+        return false;
+    u->pages[u->next++ % PAGES_KNOWN] = page;
+    return true;
+}
+
+static int read_word(struct vms_unwind *u, uintptr_t addr, unw_word_t *val)
+{
+    if (on_valgrind) {
+        struct iovec local = {val, sizeof *val}, remote = {(void *)addr, sizeof *val};
+        return syscall(SYS_process_vm_readv, u->pid, &local, 1UL, &remote, 1UL, 0UL) == sizeof *val ? 0
+                                                                                               : -UNW_EINVAL;
+    }
+    if (!known_readable(u, addr) || !known_readable(u, addr + sizeof *val - 1))
+        return -UNW_EINVAL;
+    *val = *(const volatile unw_word_t *)addr;
+    return 0;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+    (void)as;
+    return write ? -UNW_EREADONLYREG : read_word(arg, (uintptr_t)addr, val);
+}
+
+/* ---- registers: from the interrupted context ---- */
+
+/* libunwind's x86-64 register numbers (RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8-R15, RIP) in gregs. */
+static const int greg_of[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
+                                REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+    const struct vms_unwind *u = arg;
+
+    (void)as;
+    if (write || reg < 0 || reg >= (unw_regnum_t)(sizeof greg_of / sizeof greg_of[0]))
+        return -UNW_EBADREG;
+    *val = (unw_word_t)u->uc->uc_mcontext.gregs[greg_of[reg]];
+    return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+    (void)as, (void)reg, (void)val, (void)write, (void)arg;
+    return -UNW_EBADREG;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+    (void)as, (void)c, (void)arg;
+    return -UNW_EINVAL;
+}
+
+/* ---- the address space ---- */
+
+/*
+ * Creates the address space (with a first unwinding, so that libunwind's
+ * lazy set-up is done before any signal handler needs it).  Caching off:
+ * see warm_unwinder in fault.c.  Idempotent; not async-signal-safe.
+ */
+void vms__unwind_prepare(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    unw_accessors_t acc;
+    unw_context_t ctx;
+    struct vms_unwind u;
+
+    pthread_mutex_lock(&lock);
+    if (!__atomic_load_n(&space, __ATOMIC_ACQUIRE)) {
+        on_valgrind = vms__san_on_valgrind();
+        preparing = true; /* libunwind's initialisation opens its pipe: refused */
+        acc = *unw_get_accessors(unw_local_addr_space);
+        preparing = false;
+        acc.access_mem = access_mem;
+        acc.access_reg = access_reg;
+        acc.access_fpreg = access_fpreg;
+        acc.resume = resume;
+        unw_addr_space_t as = unw_create_addr_space(&acc, 0);
+        if (as) {
+            unw_set_caching_policy(as, UNW_CACHE_NONE);
+            __atomic_store_n(&space, as, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (unw_getcontext(&ctx) == 0 && vms__unwind_init(&u, (const ucontext_t *)&ctx) == 0)
+        unw_step(&u.c);
+}
+
+int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc)
+{
+    unw_addr_space_t as = __atomic_load_n(&space, __ATOMIC_ACQUIRE);
+
+    if (!as)
+        return -UNW_EUNSPEC;
+    u->uc = uc;
+    u->pid = (pid_t)syscall(SYS_getpid);
+    u->next = 0;
+    for (unsigned i = 0; i < PAGES_KNOWN; i++)
+        u->pages[i] = 0;
+    return unw_init_remote(&u->c, as, u);
+}
+
+/* libunwind's pipe, while it initialises for us: EMFILE, so that it holds none. */
+__attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
+{
+    if (preparing) {
+        errno = EMFILE;
+        return -1;
+    }
+    return (int)syscall(SYS_pipe2, fds, flags);
+}
+
+/* ---- the bracket ---- */
+
+const char *vms__unwind_begin(void)
+{
+    atomic_fetch_add_explicit(&inside, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&forking, memory_order_seq_cst)) {
+        atomic_fetch_sub_explicit(&inside, 1, memory_order_release);
+        return "another thread is forking";
+    }
+    return NULL;
+}
+
+void vms__unwind_end(void)
+{
+    atomic_fetch_sub_explicit(&inside, 1, memory_order_release);
+}
+
+static void drain_for_fork(void)
+{
+    atomic_store_explicit(&forking, true, memory_order_seq_cst);
+    while (atomic_load_explicit(&inside, memory_order_seq_cst) > 0)
+        sched_yield();
+}
+
+static void after_fork(void)
+{
+    atomic_store_explicit(&forking, false, memory_order_release);
+}
+
+/* In the child the counter may count threads that are gone: none is inside. */
+static void after_fork_child(void)
+{
+    atomic_store_explicit(&inside, 0, memory_order_relaxed);
+    after_fork();
+}
+
+__attribute__((constructor)) static void unwind_at_fork(void)
+{
+    vms__fork_hook(VMS_FORK_UNWIND, drain_for_fork, after_fork, after_fork_child);
+}
