@@ -429,12 +429,19 @@ VMS_API int vms_fiber_wake(vms_fiber f);
 VMS_API int vms_sleep_ns(uint64_t ns);
 
 /*
- * Suspends the calling fiber until fd is ready for one of events, level
- * triggered, as poll() sees it: EPOLLIN, EPOLLPRI, EPOLLRDHUP and/or
- * EPOLLOUT (the POLL* values are the same).  timeout_ns < 0 waits for
- * ever; 0 only looks, without suspending.  Use non-blocking fds: as with
- * poll, the data may be gone when the fiber runs.  Returns the ready
- * events (EPOLLERR and EPOLLHUP are always reported), 0 on timeout, or:
+ * Suspends the calling fiber until fd is ready for one of events: EPOLLIN,
+ * EPOLLPRI, EPOLLRDHUP and/or EPOLLOUT (the POLL* values are the same).
+ * timeout_ns < 0 waits for ever; 0 only looks (poll(), level triggered),
+ * without suspending.  Use non-blocking fds, and wait after a read or write
+ * said EAGAIN: the fd stays registered in the thread's epoll set from its
+ * first wait until vms_fd_close, edge-triggered, so that a wait costs no
+ * system call.  A readiness epoll reported is returned by the next wait
+ * for it (at once, if it came while no fiber waited), once: it may be
+ * stale by then (the read says EAGAIN again; wait again), and a wait after
+ * a read that left data unread may sleep until more comes.  EPOLLERR,
+ * EPOLLHUP and EPOLLRDHUP, once seen, are returned by every later wait.
+ * Returns the ready events (EPOLLERR and EPOLLHUP are always reported), 0
+ * on timeout, or:
  *   -EPERM   not called from a fiber; or fd is a regular file or a
  *            directory, which epoll refuses (they are always ready)
  *   -EBADF   fd is not open, or was closed with vms_fd_close while waited on
@@ -443,9 +450,12 @@ VMS_API int vms_sleep_ns(uint64_t ns);
  *            and direction, as the message says which one
  *   -EINVAL  events is 0 or has other bits
  *   -ENOMEM, -EMFILE  the thread's epoll set could not be made or grown
- * An fd closed with plain close() while a fiber waits on it is dropped by
- * the kernel without an event: that fiber waits until its timeout.  Close
- * an fd that other fibers may wait on with vms_fd_close.
+ * Close an fd that fibers wait on with vms_fd_close.  An fd closed with
+ * plain close() is dropped by the kernel without an event: a fiber waiting
+ * on it then waits until its timeout; and when its number is reused, the
+ * first wait on the new file finds the old registration gone after 100 ms
+ * (one epoll_ctl), and goes on from there: it never hangs, and never gets
+ * an event of the old file, but it may be late by up to 100 ms.
  */
 VMS_API int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns);
 

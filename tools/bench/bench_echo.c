@@ -61,12 +61,15 @@ static void *fiber_conn(void *arg)
     int fd = (int)(intptr_t)arg;
     char buf[4096];
 
-    /* Wait for the request, then read it: no recv that finds nothing. */
-    while (vms_wait_fd(fd, EPOLLIN, -1) > 0) {
+    /* Read, and wait only when there is nothing: the system calls of the epoll loop. */
+    for (;;) {
         ssize_t n = recv(fd, buf, sizeof buf, 0);
 
-        if (n < 0 && errno == EAGAIN)
+        if (n < 0 && errno == EAGAIN) {
+            if (vms_wait_fd(fd, EPOLLIN, -1) <= 0)
+                break;
             continue;
+        }
         if (n <= 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
             break;
     }
