@@ -589,7 +589,12 @@ static bool save_wake(struct vms_fiber_desc *f, uint64_t id, bool *saved)
     }
 }
 
-int vms_fiber_park(void)
+uint64_t vms__deadline(int64_t timeout_ns)
+{
+    return timeout_ns < 0 ? UINT64_MAX : deadline_after((uint64_t)timeout_ns);
+}
+
+int vms__park_until(uint64_t deadline)
 {
     struct vms_fiber_desc *f = vms__fiber_current();
     struct waiter *w;
@@ -608,10 +613,23 @@ int vms_fiber_park(void)
     atomic_store(&f->wait_port, w->port);
     if (take_wake(f))
         return 0;
+    if (deadline != UINT64_MAX && (rc = timer_add(w, f, deadline)))
+        return rc;
     f->wait = VMS_WAIT_PARK;
+    f->wait_result = 0;
     w->parked++;
     vms__sched_block();
-    return 0;
+    return f->wait_result;
+}
+
+void vms__wake_discard(struct vms_fiber_desc *f)
+{
+    (void)take_wake(f);
+}
+
+int vms_fiber_park(void)
+{
+    return vms__park_until(UINT64_MAX);
 }
 
 int vms_fiber_wake(vms_fiber h)
