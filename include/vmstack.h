@@ -918,10 +918,25 @@ typedef struct vms_stats {
 VMS_API void vms_stats_get(vms_stats *stats);
 
 /*
- * Returns the memory of all free stacks (caches and pool) to the kernel.
- * Returns the number of stacks released.
+ * Returns the memory of all free stacks (caches and pool) to the kernel,
+ * and that of the calling thread's fibers waiting for a second or more
+ * (vms_fiber_trim).  Returns the number of stacks released or trimmed.
  */
 VMS_API long vms_trim(void);
+
+/*
+ * Releases the unused part of the stacks of the calling thread's fibers
+ * that have waited (vms_fiber_park, vms_sleep_ns, vms_wait_fd, the
+ * synchronisation calls) for at least idle_ns: the whole pages below each
+ * one's saved stack pointer and the 128-byte red zone, which hold nothing
+ * live (MADV_DONTNEED; touched again, they come back as zeros, as a fresh
+ * stack's pages do).  A fiber that went deep once, then waits, holds no
+ * more than one that never did.  When a fiber began to wait is known to
+ * the time its thread last slept in epoll_wait.  Only the calling thread's
+ * fibers: another thread's could resume meanwhile.  Returns the number of
+ * fibers trimmed.
+ */
+VMS_API long vms_fiber_trim(uint64_t idle_ns);
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,7 @@ struct vms_fiber_desc {
     _Atomic uint64_t wake;            /* id << 1 | 1 while a wake is saved for the next park */
     _Atomic(void *) wait_port;        /* the owner's port for wakes from other threads */
     struct vms_fiber_sync *sync;      /* locks held, the wait in progress, fiber-local values; NULL: none yet */
+    uint64_t wait_since;              /* when it last blocked in wait.c: the thread's last idle time (ns) */
 };
 
 /* What a fiber waits for (vms_fiber_desc.wait). */

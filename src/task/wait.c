@@ -91,6 +91,7 @@ struct waiter {
     struct fd_entry *fds;
     uint32_t nfds;
     size_t parked, fd_waits;        /* fibers in vms_fiber_park, in vms_wait_fd */
+    uint64_t now;                   /* CLOCK_MONOTONIC ns when the thread last idled: a wait's start, roughly */
     struct epoll_event ev[MAX_EVENTS];
 };
 
@@ -158,6 +159,7 @@ static struct waiter *waiter_get(void)
         return NULL;
     }
     w->epfd = -1;
+    w->now = now_ns();
     pthread_setspecific(key, w);
     return me = w;
 }
@@ -544,7 +546,7 @@ bool vms__wait_idle(void)
     }
     if (w->port)
         port_drain(w);
-    now = now_ns();
+    w->now = now = now_ns();
     while (w->heap_n && w->heap[0]->wait_deadline <= now)
         timer_fired(w, w->heap[0]);
     return true;
@@ -618,6 +620,7 @@ int vms__park_until(uint64_t deadline)
     f->wait = VMS_WAIT_PARK;
     f->wait_result = 0;
     w->parked++;
+    f->wait_since = w->now;
     vms__sched_block();
     return f->wait_result;
 }
@@ -673,6 +676,7 @@ int vms_sleep_ns(uint64_t ns)
     if ((rc = timer_add(w, f, deadline_after(ns))))
         return rc;
     f->wait = VMS_WAIT_SLEEP;
+    f->wait_since = w->now;
     vms__sched_block();
     return 0;
 }
@@ -744,6 +748,7 @@ int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns)
             return rc;
         }
     }
+    f->wait_since = w->now;
     vms__sched_block();
     return f->wait_result;
 }

@@ -30,6 +30,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,17 +62,25 @@ static void *fiber_conn(void *arg)
     int fd = (int)(intptr_t)arg;
     char buf[4096];
 
-    /* Read, and wait only when there is nothing: the system calls of the epoll loop. */
-    for (;;) {
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
+    bool drained = false;
 
+    /*
+     * A short read emptied the socket: wait before the next read, not after
+     * a read that finds nothing. The system calls of the epoll loop.
+     */
+    for (;;) {
+        ssize_t n;
+
+        if (drained && vms_wait_fd(fd, EPOLLIN, -1) <= 0)
+            break;
+        n = recv(fd, buf, sizeof buf, 0);
         if (n < 0 && errno == EAGAIN) {
-            if (vms_wait_fd(fd, EPOLLIN, -1) <= 0)
-                break;
+            drained = true;
             continue;
         }
         if (n <= 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
             break;
+        drained = (size_t)n < sizeof buf;
     }
     close(fd);
     return NULL;
