@@ -442,12 +442,19 @@ VMS_API int vms_fiber_wake(vms_fiber f);
 VMS_API int vms_sleep_ns(uint64_t ns);
 
 /*
- * Suspends the calling fiber until fd is ready for one of events, level
- * triggered, as poll() sees it: EPOLLIN, EPOLLPRI, EPOLLRDHUP and/or
- * EPOLLOUT (the POLL* values are the same).  timeout_ns < 0 waits for
- * ever; 0 only looks, without suspending.  Use non-blocking fds: as with
- * poll, the data may be gone when the fiber runs.  Returns the ready
- * events (EPOLLERR and EPOLLHUP are always reported), 0 on timeout, or:
+ * Suspends the calling fiber until fd is ready for one of events: EPOLLIN,
+ * EPOLLPRI, EPOLLRDHUP and/or EPOLLOUT (the POLL* values are the same).
+ * timeout_ns < 0 waits for ever; 0 only looks (poll(), level triggered),
+ * without suspending.  Use non-blocking fds, and wait after a read or write
+ * said EAGAIN: the fd stays registered in the thread's epoll set from its
+ * first wait until vms_fd_close, edge-triggered, so that a wait costs no
+ * system call.  A readiness epoll reported is returned by the next wait
+ * for it (at once, if it came while no fiber waited), once: it may be
+ * stale by then (the read says EAGAIN again; wait again), and a wait after
+ * a read that left data unread may sleep until more comes.  EPOLLERR,
+ * EPOLLHUP and EPOLLRDHUP, once seen, are returned by every later wait.
+ * Returns the ready events (EPOLLERR and EPOLLHUP are always reported), 0
+ * on timeout, or:
  *   -EPERM   not called from a fiber; or fd is a regular file or a
  *            directory, which epoll refuses (they are always ready)
  *   -EBADF   fd is not open, or was closed with vms_fd_close while waited on
@@ -456,9 +463,12 @@ VMS_API int vms_sleep_ns(uint64_t ns);
  *            and direction, as the message says which one
  *   -EINVAL  events is 0 or has other bits
  *   -ENOMEM, -EMFILE  the thread's epoll set could not be made or grown
- * An fd closed with plain close() while a fiber waits on it is dropped by
- * the kernel without an event: that fiber waits until its timeout.  Close
- * an fd that other fibers may wait on with vms_fd_close.
+ * Close an fd that fibers wait on with vms_fd_close.  An fd closed with
+ * plain close() is dropped by the kernel without an event: a fiber waiting
+ * on it then waits until its timeout; and when its number is reused, the
+ * first wait on the new file finds the old registration gone after 100 ms
+ * (one epoll_ctl), and goes on from there: it never hangs, and never gets
+ * an event of the old file, but it may be late by up to 100 ms.
  */
 VMS_API int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns);
 
@@ -468,6 +478,106 @@ VMS_API int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns);
  * negative errno.
  */
 VMS_API int vms_fd_close(int fd);
+
+/*
+ * Fiber synchronisation: a mutex, a condition variable, a bounded channel
+ * and a wait group, each usable between fibers of one thread and of
+ * different threads.  A fiber that must wait parks (its thread runs its
+ * other fibers, or sleeps in epoll_wait); the thread's own stack, which
+ * runs the scheduler, cannot wait: calls that would wait return -EPERM
+ * there.  Waiters are served first come, first served.  The objects hold
+ * no system resource: mutexes, conditions and wait groups start zeroed
+ * (VMS_MUTEX_INIT, ...) and need no destroy; a channel needs
+ * vms_chan_init and vms_chan_destroy for its buffer.  Timeouts are in
+ * nanoseconds: < 0 waits for ever, 0 does not wait.  A vms_fiber_wake of
+ * the program's own that reaches a fiber while it waits here is kept for
+ * its next vms_fiber_park.  A fiber killed while it waits (no room left
+ * to switch away) is taken out of the queue first.
+ */
+typedef struct vms_mutex { uint64_t private_[6]; } vms_mutex;
+typedef struct vms_cond { uint64_t private_[3]; } vms_cond;
+typedef struct vms_waitgroup { uint64_t private_[4]; } vms_waitgroup;
+typedef struct vms_chan { uint64_t private_[10]; } vms_chan;
+#define VMS_MUTEX_INIT { { 0 } }
+#define VMS_COND_INIT { { 0 } }
+#define VMS_WAITGROUP_INIT { { 0 } }
+
+/*
+ * Locks m, parking the fiber while another holds it; unlock hands it to the
+ * longest waiter.  A fiber that ends holding m (killed by an overflow, or
+ * returned) passes it on as dead: the next lock returns -EOWNERDEAD with m
+ * held by the caller, who should make what m guards consistent (it is then
+ * an ordinary lock again); a kill prints which mutex the fiber held after
+ * the overflow report: "vmstack: fiber 'NAME' (id N) was killed holding
+ * vms_mutex ADDR: its next lock returns EOWNERDEAD".  Returns 0,
+ * -EOWNERDEAD, or -EDEADLK (the caller holds m), -EPERM (not a fiber),
+ * -ENOMEM (the fiber's lock state, on its first lock).
+ */
+VMS_API int vms_mutex_lock(vms_mutex *m);
+/* As vms_mutex_lock, without waiting: -EBUSY when another fiber holds m. */
+VMS_API int vms_mutex_trylock(vms_mutex *m);
+/* 0, or -EPERM: the calling fiber does not hold m. */
+VMS_API int vms_mutex_unlock(vms_mutex *m);
+
+/*
+ * Unlocks m (which the caller must hold), waits for a signal or broadcast
+ * on c or for timeout_ns, and locks m again.  Returns 0 (signalled, or
+ * woken: check the condition again), -ETIMEDOUT (m held again too),
+ * -EOWNERDEAD (from the relock), -EPERM (not a fiber, or m not held).
+ */
+VMS_API int vms_cond_wait(vms_cond *c, vms_mutex *m, int64_t timeout_ns);
+/* Wake the longest waiter, or every waiter; from any context.  Return 0. */
+VMS_API int vms_cond_signal(vms_cond *c);
+VMS_API int vms_cond_broadcast(vms_cond *c);
+
+/*
+ * A bounded channel of items of item_size bytes, copied in and out;
+ * capacity items fit in its buffer (0: every send waits for a receiver).
+ * Sends and receives that do not wait work from any context.  Return 0 or:
+ *   -EAGAIN     timeout 0 and it would wait
+ *   -ETIMEDOUT  the timeout passed (the item was not sent / none came)
+ *   -EPIPE      closed: a send after (or waiting at) the close, a receive
+ *               once the buffer is empty
+ *   -EINVAL     not made with vms_chan_init; item_size 0 (init)
+ *   -EPERM      it would wait, outside a fiber
+ *   -ENOMEM     the buffer (init), the fiber's wait state
+ * vms_chan_close wakes every waiter (-EPIPE), -EALREADY the second time;
+ * vms_chan_destroy frees the buffer, -EBUSY while fibers wait.  A receiver
+ * killed while it waits loses the item a sender was handing it.
+ */
+VMS_API int vms_chan_init(vms_chan *ch, size_t item_size, size_t capacity);
+VMS_API int vms_chan_send(vms_chan *ch, const void *item, int64_t timeout_ns);
+VMS_API int vms_chan_recv(vms_chan *ch, void *item, int64_t timeout_ns);
+VMS_API int vms_chan_close(vms_chan *ch);
+VMS_API int vms_chan_destroy(vms_chan *ch);
+
+/*
+ * A wait group: add(n) before starting n pieces of work, done() as each
+ * ends (from any context), wait until the count is zero.  Returns 0, or
+ * -EINVAL (the count would go below zero), -ETIMEDOUT, -EPERM (wait
+ * outside a fiber, when it would wait).
+ */
+VMS_API int vms_waitgroup_add(vms_waitgroup *wg, int64_t delta);
+VMS_API int vms_waitgroup_done(vms_waitgroup *wg);
+VMS_API int vms_waitgroup_wait(vms_waitgroup *wg, int64_t timeout_ns);
+
+/*
+ * Fiber-local storage: a key made once per process, a value per key in
+ * each fiber (NULL until set).  When a fiber ends, by returning or killed,
+ * the destructor of each key runs with the fiber's non-NULL value, on the
+ * fiber's stack, before its joiner wakes (up to 4 rounds if destructors
+ * set values again).  create: 0 or -EAGAIN (VMS_FIBER_KEYS_MAX keys in
+ * use); set: 0, -EINVAL (not a key), -EPERM (not a fiber), -ENOMEM; get:
+ * the value, or NULL (none, or not a fiber).  delete: 0 or -EINVAL; as
+ * with pthread keys, the values of a deleted key get no destructor, and a
+ * key made again may still find them in fibers that set them before.
+ */
+#define VMS_FIBER_KEYS_MAX 128
+typedef unsigned vms_fiber_key;
+VMS_API int vms_fiber_key_create(vms_fiber_key *key, void (*destructor)(void *));
+VMS_API int vms_fiber_key_delete(vms_fiber_key key);
+VMS_API void *vms_fiber_key_get(vms_fiber_key key);
+VMS_API int vms_fiber_key_set(vms_fiber_key key, const void *value);
 
 /* The calling thread's scheduler: what it did so far. */
 typedef struct vms_sched_stats {
@@ -828,10 +938,25 @@ typedef struct vms_stats {
 VMS_API void vms_stats_get(vms_stats *stats);
 
 /*
- * Returns the memory of all free stacks (caches and pool) to the kernel.
- * Returns the number of stacks released.
+ * Returns the memory of all free stacks (caches and pool) to the kernel,
+ * and that of the calling thread's fibers waiting for a second or more
+ * (vms_fiber_trim).  Returns the number of stacks released or trimmed.
  */
 VMS_API long vms_trim(void);
+
+/*
+ * Releases the unused part of the stacks of the calling thread's fibers
+ * that have waited (vms_fiber_park, vms_sleep_ns, vms_wait_fd, the
+ * synchronisation calls) for at least idle_ns: the whole pages below each
+ * one's saved stack pointer and the 128-byte red zone, which hold nothing
+ * live (MADV_DONTNEED; touched again, they come back as zeros, as a fresh
+ * stack's pages do).  A fiber that went deep once, then waits, holds no
+ * more than one that never did.  When a fiber began to wait is known to
+ * the time its thread last slept in epoll_wait.  Only the calling thread's
+ * fibers: another thread's could resume meanwhile.  Returns the number of
+ * fibers trimmed.
+ */
+VMS_API long vms_fiber_trim(uint64_t idle_ns);
 
 #ifdef __cplusplus
 }

@@ -57,9 +57,18 @@ s = d["scale"]
 assert s["guard_mode"] in ("madvise", "mprotect"), s
 nums(s, ("live_stacks", "vmas_added", "rss_per_stack_bytes", "spawn_all_s", "spawn_all_cpu_s", "mprotect_ceiling"))
 e = d["echo"]
-for k in ("req_per_s", "server_cpu_ns_per_req", "rss_per_idle_conn_bytes", "kernel_stack_per_idle_conn_bytes"):
-    nums(e[k], ("fibers", "threads", "epoll"))
-nums(e, ("connections", "idle_connections", "message_bytes"))
+for size in ("msg_64", "msg_512"):
+    for k in ("req_per_s", "server_cpu_ns_per_req", "latency_p50_us", "latency_p99_us"):
+        nums(e[size][k], ("fibers", "fibers-1t", "threads", "epoll"))
+    nums(e[size], ("message_bytes",))
+nums(e["rss_per_idle_conn_bytes"], ("fibers", "threads", "epoll"))
+nums(e["kernel_stack_per_idle_conn_bytes"], ("threads",))
+nums(e["trimmed_rss_per_idle_conn_bytes"], ("deep_4k", "deep_32k"))
+nums(e, ("connections", "idle_connections", "fiber_vs_epoll", "fiber_vs_threads", "rss_idle_ratio", "trim_deep_ratio"))
+# Go is built when it is installed; otherwise the table says the peer was skipped.
+if "go: skipped" not in table:
+    nums(e, ("fiber_vs_go",))
+    nums(e["msg_64"]["req_per_s"], ("go-1p", "go"))
 t = d["tlb"]
 for series in ("guarded_4k", "huge_2m"):
     nums(t[series], ("1", "10", "100", "1000"))

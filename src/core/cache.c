@@ -552,10 +552,13 @@ static void drain_caches(struct vms_region *r)
     }
 }
 
+_Atomic(long (*)(void)) vms__trim_hook;
+
 long vms_trim(void)
 {
     unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
-    long total = 0;
+    long (*hook)(void) = atomic_load(&vms__trim_hook);
+    long total = hook ? hook() : 0;
 
     tcache_flush();
     for (unsigned i = 0; i < n; i++) {

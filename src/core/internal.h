@@ -262,6 +262,8 @@ size_t vms__used_bytes_top(const char *base, size_t size);
  * that no thread can overflow before a report is possible.  0 or -errno.
  */
 extern int (*vms__thread_ready_hook)(void);
+/* Registered by the task layer: vms_trim also releases the unused stack of the calling thread's idle fibers. */
+extern _Atomic(long (*)(void)) vms__trim_hook;
 static inline int vms__thread_ready(void)
 {
     return vms__thread_ready_hook ? vms__thread_ready_hook() : 0;

@@ -229,6 +229,9 @@ static struct vms_fiber_desc *end_fiber(struct vms_sched *s, struct vms_fiber_de
 {
     vms_fiber_hook end_hook = atomic_load_explicit(&vms__fiber_end_hook, memory_order_relaxed);
 
+    /* First, while f is still a live fiber: its mutexes go on, its fiber-local destructors run (and may wait). */
+    if (f->sync)
+        vms__sync_fiber_end(f, end);
     if (end_hook)
         end_hook(f);
     f->end = (uint8_t)end;
@@ -380,6 +383,7 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
     f->detached = opts->detached != 0;
     f->canary = canary;
     f->san_fake = NULL;
+    f->sync = NULL;
     f->san_tsan = vms__san_fiber_create();
     /* The spawner's floating-point control state, as Boost's make_fcontext gives. */
     f->fpenv = vms__arch_fpenv();

@@ -47,13 +47,17 @@ struct vms_fiber_desc {
      * them by name.
      */
     uint8_t wait;                     /* enum vms_fiber_wait */
+    bool wait_verify;                 /* VMS_WAIT_FD: the timer first checks the registration */
     int32_t wait_fd;                  /* VMS_WAIT_FD: the descriptor */
     uint32_t wait_events;             /* VMS_WAIT_FD: the EPOLL* events wanted */
     int32_t wait_result;              /* what the wait returns: events, 0 (timeout), -errno */
     uint32_t wait_heap;               /* position + 1 in the thread's timer heap; 0: no timer */
     uint64_t wait_deadline;           /* CLOCK_MONOTONIC ns at which the timer fires */
+    uint64_t wait_timeout;            /* VMS_WAIT_FD with wait_verify: the caller's deadline */
     _Atomic uint64_t wake;            /* id << 1 | 1 while a wake is saved for the next park */
     _Atomic(void *) wait_port;        /* the owner's port for wakes from other threads */
+    struct vms_fiber_sync *sync;      /* locks held, the wait in progress, fiber-local values; NULL: none yet */
+    uint64_t wait_since;              /* when it last blocked in wait.c: the thread's last idle time (ns) */
 };
 
 /* What a fiber waits for (vms_fiber_desc.wait). */
@@ -144,6 +148,79 @@ void vms__sched_ready(struct vms_fiber_desc *f);
 bool vms__sched_owns(const struct vms_fiber_desc *f);
 bool vms__wait_idle(void);
 void vms__wait_forget(struct vms_fiber_desc *f);
+
+/*
+ * Fiber synchronisation (waitq.c, mutex.c, cond.c, chan.c, waitgroup.c,
+ * fls.c), between fibers of any threads.  Each object keeps its waiters in
+ * a FIFO of nodes on the waiters' stacks, under a spinlock held only for a
+ * few stores (never across a switch).  A waker takes the node out, sets
+ * its state and result, and wakes its fiber (vms_fiber_wake, which reaches
+ * other threads) before it lets the spinlock go; the fiber re-reads its
+ * node under the spinlock, so a spurious return from its park is harmless.
+ * While a fiber waits, its node is in sync->node: a fiber killed there
+ * (no room to switch away) is taken out of the queue, or, granted a mutex
+ * already, gives it on as its owner's death.
+ */
+struct vms_spin {
+    _Atomic int v;
+};
+void vms__spin_lock(struct vms_spin *l);
+void vms__spin_unlock(struct vms_spin *l);
+
+enum vms_wq_kind { VMS_WQ_MUTEX = 1, VMS_WQ_OTHER };
+
+struct vms_wq_node {
+    struct vms_wq_node *next, *prev;
+    struct vms_fiber_desc *f;
+    vms_fiber h;
+    void *item;                 /* a channel's item, to copy from (send) or into (recv) */
+    struct vms_spin *lock;      /* of the object waited on */
+    struct vms_wq *q;           /* the queue it is in while state is 0 */
+    void *obj;                  /* VMS_WQ_MUTEX: the mutex, which the fiber owns once granted */
+    int kind;                   /* enum vms_wq_kind */
+    int state;                  /* 0 waiting, 1 granted (under lock) */
+    int result;                 /* what the wait returns once granted */
+};
+
+struct vms_wq {
+    struct vms_wq_node *head, *tail;
+};
+
+struct vms_fiber_sync {
+    struct vms_wq_node *node;   /* the wait in progress */
+    void *held;                 /* the mutexes it holds (struct vms__mutex list) */
+    void **keys;                /* fiber-local values, by key */
+    size_t nkeys;
+};
+
+/* The current fiber's sync state (made on first use), or NULL with the error's message: -EPERM, -ENOMEM in *rc. */
+struct vms_fiber_desc *vms__sync_self(struct vms_fiber_sync **sync, int *rc);
+void vms__wq_push(struct vms_wq *q, struct vms_wq_node *n);
+struct vms_wq_node *vms__wq_pop(struct vms_wq *q);
+/* Grants n (taken out of its queue) with result and wakes its fiber; under n's lock. */
+void vms__wq_grant(struct vms_wq_node *n, int result);
+/*
+ * The current fiber, whose node n is queued (lock held), waits until granted
+ * or deadline (CLOCK_MONOTONIC ns; UINT64_MAX: none).  Returns with the lock
+ * released: n's result, or -ETIMEDOUT (n out of its queue).
+ */
+int vms__wq_wait(struct vms_wq_node *n, struct vms_fiber_sync *sync, uint64_t deadline);
+/* Takes n, queued but not waited on yet, out of its queue (a grant that came already is dropped). */
+void vms__wq_cancel(struct vms_wq_node *n, struct vms_fiber_sync *sync);
+uint64_t vms__deadline(int64_t timeout_ns);
+/* fiber.c calls it as a fiber ends (returned or killed), on its stack: releases what it holds. */
+void vms__sync_fiber_end(struct vms_fiber_desc *f, int end);
+void vms__mutex_owner_died(struct vms_fiber_desc *f, void *m, bool killed);
+void vms__mutex_held_add(struct vms_fiber_sync *sync, void *m);
+void vms__fls_end(struct vms_fiber_sync *sync);
+
+/*
+ * wait.c, for waitq.c: vms__park_until parks the current fiber (which has
+ * a handle) until vms_fiber_wake or deadline: 0, or -ETIMEDOUT.
+ * vms__wake_discard drops a wake saved for f's next park.
+ */
+int vms__park_until(uint64_t deadline);
+void vms__wake_discard(struct vms_fiber_desc *f);
 
 /*
  * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread

@@ -10,10 +10,25 @@
  * ready, the thread's own context sleeps in epoll_wait with the nearest
  * deadline as timeout (vms__wait_idle), and readies whatever it reports.
  *
- * Registrations are EPOLLONESHOT and armed only while a fiber waits: a
- * readiness nobody waits for never wakes the scheduler, and an fd closed
- * and reused behind our back is found when its next wait is armed (MOD
- * answers ENOENT), never mistaken for the old one.
+ * An fd is registered once, edge-triggered for every event, on its first
+ * wait, and stays registered until vms_fd_close: a wait costs no system
+ * call.  What epoll reports is kept in the fd's entry (pending) until a
+ * wait takes it, so an edge that came while no fiber waited is not lost;
+ * errors and hang-ups stay there for every later wait.  Each registration
+ * has a generation, carried in the event's data with the fd number: an
+ * event of an earlier registration of the same number (still in the batch
+ * being handled when vms_fd_close ran) is dropped, never given to the
+ * fiber that waits on the new one.
+ *
+ * An fd closed with plain close() and its number reused behind our back
+ * looks registered but is not: the kernel dropped the old registration
+ * with the old file, without an event.  A wait on a registration older
+ * than the wait itself therefore arms a check after VERIFY_NS: one
+ * EPOLL_CTL_MOD, which re-polls the fd (a ready fd reports at once) and
+ * answers ENOENT for a new file, which is then registered afresh.  Waits
+ * shorter than that, the busy case, never pay it; a long one pays one
+ * system call, once.  So no wait hangs on a reused number, and one after
+ * vms_fd_close is exact at once.
  *
  * A wake from another thread cannot touch the ring, which belongs to the
  * owning thread.  It saves the wake in the fiber (its wake word, tagged
@@ -43,6 +58,8 @@
 #define READ_SIDE (EPOLLIN | EPOLLPRI | EPOLLRDHUP)
 #define WRITE_SIDE EPOLLOUT
 #define ALWAYS (EPOLLERR | EPOLLHUP)                     /* reported whatever was asked */
+#define STICKY (EPOLLERR | EPOLLHUP | EPOLLRDHUP)        /* once seen, true for every later wait */
+#define VERIFY_NS (100 * 1000000ull)                     /* a wait this old checks its registration */
 
 struct wake_req {
     struct vms_fiber_desc *f;
@@ -61,6 +78,8 @@ struct vms_wait_port {
 
 struct fd_entry {
     struct vms_fiber_desc *rd, *wr; /* waiting for READ_SIDE, WRITE_SIDE events */
+    uint32_t gen;                   /* of the registration, in its events' data */
+    uint32_t pending;               /* events reported that no wait has taken yet */
     bool added;                     /* registered in epoll (it may have been closed since) */
 };
 
@@ -72,6 +91,7 @@ struct waiter {
     struct fd_entry *fds;
     uint32_t nfds;
     size_t parked, fd_waits;        /* fibers in vms_fiber_park, in vms_wait_fd */
+    uint64_t now;                   /* CLOCK_MONOTONIC ns when the thread last idled: a wait's start, roughly */
     struct epoll_event ev[MAX_EVENTS];
 };
 
@@ -139,6 +159,7 @@ static struct waiter *waiter_get(void)
         return NULL;
     }
     w->epfd = -1;
+    w->now = now_ns();
     pthread_setspecific(key, w);
     return me = w;
 }
@@ -231,7 +252,7 @@ static void heap_down(struct waiter *w, uint32_t i)
     heap_set(w, i, f);
 }
 
-static int timer_add(struct waiter *w, struct vms_fiber_desc *f, uint64_t ns)
+static int timer_add(struct waiter *w, struct vms_fiber_desc *f, uint64_t deadline)
 {
     if (w->heap_n == w->heap_cap) {
         uint32_t cap = w->heap_cap ? 2 * w->heap_cap : 64;
@@ -242,7 +263,7 @@ static int timer_add(struct waiter *w, struct vms_fiber_desc *f, uint64_t ns)
         w->heap = h;
         w->heap_cap = cap;
     }
-    f->wait_deadline = deadline_after(ns);
+    f->wait_deadline = deadline;
     w->heap[w->heap_n] = f;
     heap_up(w, w->heap_n++);
     return 0;
@@ -295,6 +316,7 @@ static void forget(struct waiter *w, struct vms_fiber_desc *f)
             e->rd = NULL;
         if (e->wr == f)
             e->wr = NULL;
+        f->wait_verify = false;
         w->fd_waits--;
     } else if (f->wait == VMS_WAIT_PARK) {
         w->parked--;
@@ -314,57 +336,108 @@ void vms__wait_forget(struct vms_fiber_desc *f)
     forget(me, f);
 }
 
-/* Arms fd's registration for the events its waiters want (one-shot). 0 or -errno. */
-static int arm(struct waiter *w, int fd)
+static uint64_t ev_data(int fd, uint32_t gen)
 {
-    struct fd_entry *e = &w->fds[fd];
-    struct epoll_event ev = { .events = EPOLLONESHOT, .data.u64 = (uint64_t)fd };
-    int op = e->added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, rc;
-
-    if (e->rd)
-        ev.events |= e->rd->wait_events;
-    if (e->wr)
-        ev.events |= e->wr->wait_events;
-    /* ENOENT: closed since, the fd number perhaps reused; EEXIST: added by an earlier owner of the number. */
-    while ((rc = epoll_ctl(w->epfd, op, fd, &ev)) && (errno == ENOENT || errno == EEXIST) && op == EPOLL_CTL_MOD)
-        op = EPOLL_CTL_ADD;
-    if (rc && errno == EEXIST)
-        rc = epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev);
-    if (!rc) {
-        e->added = true;
-        return 0;
-    }
-    e->added = false;
-    if (errno == EBADF)
-        return vms__fail(EBADF, "vms_wait_fd: fd %d is not open", fd);
-    if (errno == EPERM)
-        return vms__fail(EPERM, "vms_wait_fd: fd %d cannot be waited on (epoll refuses regular files and "
-                                "directories, which are always ready)", fd);
-    return vms__fail(errno, "vms_wait_fd: epoll_ctl on fd %d: %s", fd, strerror(errno));
+    return (uint64_t)gen << 32 | (uint32_t)fd;
 }
 
-/* Readies the waiters of fd that revents satisfies; re-arms for those left. */
-static void fd_ready(struct waiter *w, int fd, uint32_t revents)
+static int ctl_error(int fd, int err)
 {
-    struct fd_entry *e;
-    struct vms_fiber_desc *rd, *wr;
+    if (err == EBADF)
+        return vms__fail(EBADF, "vms_wait_fd: fd %d is not open", fd);
+    if (err == EPERM)
+        return vms__fail(EPERM, "vms_wait_fd: fd %d cannot be waited on (epoll refuses regular files and "
+                                "directories, which are always ready)", fd);
+    return vms__fail(err, "vms_wait_fd: epoll_ctl on fd %d: %s", fd, strerror(err));
+}
+
+/* A new registration of fd, for every event, edge-triggered. 0 or -errno. */
+static int fd_register(struct waiter *w, int fd)
+{
+    struct fd_entry *e = &w->fds[fd];
+    struct epoll_event ev = { .events = EPOLLET | READ_SIDE | WRITE_SIDE };
     int rc;
 
-    if ((uint32_t)fd >= w->nfds)
+    e->gen++;
+    e->pending = 0;
+    ev.data.u64 = ev_data(fd, e->gen);
+    rc = epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
+    /* EEXIST: this very file was registered and forgotten (vms_fd_close on another thread's table). */
+    if (rc && errno == EEXIST)
+        rc = epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev);
+    e->added = !rc;
+    return rc ? ctl_error(fd, errno) : 0;
+}
+
+/*
+ * Whether fd's registration is still that of the file now open as fd: MOD
+ * answers ENOENT for another file, which gets a registration of its own.
+ * MOD also re-polls, so a ready fd reports in the next epoll_wait.
+ */
+static int fd_verify(struct waiter *w, int fd)
+{
+    struct fd_entry *e = &w->fds[fd];
+    struct epoll_event ev = { .events = EPOLLET | READ_SIDE | WRITE_SIDE, .data.u64 = ev_data(fd, e->gen) };
+
+    if (!epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev))
+        return 0;
+    if (errno == ENOENT)
+        return fd_register(w, fd);
+    e->added = false;
+    return ctl_error(fd, errno);
+}
+
+/* Takes the reported events a wait for `events` returns; errors and hang-ups stay. */
+static int fd_take(struct fd_entry *e, uint32_t events)
+{
+    uint32_t got = e->pending & (events | ALWAYS);
+
+    e->pending &= ~(got & ~(uint32_t)STICKY);
+    return (int)got;
+}
+
+/* Keeps what epoll reported for fd and readies the waiters it satisfies. */
+static void fd_ready(struct waiter *w, uint64_t data, uint32_t revents)
+{
+    uint32_t fd = (uint32_t)data;
+    struct fd_entry *e;
+    int got;
+
+    if (fd >= w->nfds)
         return;
     e = &w->fds[fd];
-    rd = e->rd;
-    wr = e->wr;
-    if (rd && (revents & (rd->wait_events | ALWAYS)))
-        wake(w, rd, (int)(revents & (rd->wait_events | ALWAYS)));
-    if (wr && wr != rd && (revents & (wr->wait_events | ALWAYS)))
-        wake(w, wr, (int)(revents & (wr->wait_events | ALWAYS)));
-    if ((e->rd || e->wr) && (rc = arm(w, fd)) < 0) {
+    if (!e->added || e->gen != (uint32_t)(data >> 32))
+        return; /* an event of a registration vms_fd_close has ended */
+    e->pending |= revents;
+    if (e->rd && (got = fd_take(e, e->rd->wait_events)))
+        wake(w, e->rd, got);
+    if (e->wr && (got = fd_take(e, e->wr->wait_events)))
+        wake(w, e->wr, got);
+}
+
+/* A wait's timer fired: a check of its registration, or its timeout. */
+static void timer_fired(struct waiter *w, struct vms_fiber_desc *f)
+{
+    int rc, fd = f->wait_fd;
+
+    if (!f->wait_verify) {
+        wake(w, f, f->wait == VMS_WAIT_PARK ? -ETIMEDOUT : 0);
+        return;
+    }
+    timer_del(w, f);
+    f->wait_verify = false;
+    if ((rc = fd_verify(w, fd)) < 0) {
+        struct fd_entry *e = &w->fds[fd];
+
         if (e->rd)
             wake(w, e->rd, rc);
         if (e->wr)
             wake(w, e->wr, rc);
+        return;
     }
+    /* Room is there: f's entry was just taken out of the heap. */
+    if (f->wait_timeout != UINT64_MAX)
+        (void)timer_add(w, f, f->wait_timeout);
 }
 
 /* Posted wakes: ready those still parked; the others keep the saved wake for their next park. */
@@ -468,14 +541,14 @@ bool vms__wait_idle(void)
 
             (void)!read(w->port->efd, &v, sizeof v);
         } else {
-            fd_ready(w, (int)w->ev[i].data.u64, w->ev[i].events);
+            fd_ready(w, w->ev[i].data.u64, w->ev[i].events);
         }
     }
     if (w->port)
         port_drain(w);
-    now = now_ns();
+    w->now = now = now_ns();
     while (w->heap_n && w->heap[0]->wait_deadline <= now)
-        wake(w, w->heap[0], 0);
+        timer_fired(w, w->heap[0]);
     return true;
 }
 
@@ -518,7 +591,12 @@ static bool save_wake(struct vms_fiber_desc *f, uint64_t id, bool *saved)
     }
 }
 
-int vms_fiber_park(void)
+uint64_t vms__deadline(int64_t timeout_ns)
+{
+    return timeout_ns < 0 ? UINT64_MAX : deadline_after((uint64_t)timeout_ns);
+}
+
+int vms__park_until(uint64_t deadline)
 {
     struct vms_fiber_desc *f = vms__fiber_current();
     struct waiter *w;
@@ -537,10 +615,24 @@ int vms_fiber_park(void)
     atomic_store(&f->wait_port, w->port);
     if (take_wake(f))
         return 0;
+    if (deadline != UINT64_MAX && (rc = timer_add(w, f, deadline)))
+        return rc;
     f->wait = VMS_WAIT_PARK;
+    f->wait_result = 0;
     w->parked++;
+    f->wait_since = w->now;
     vms__sched_block();
-    return 0;
+    return f->wait_result;
+}
+
+void vms__wake_discard(struct vms_fiber_desc *f)
+{
+    (void)take_wake(f);
+}
+
+int vms_fiber_park(void)
+{
+    return vms__park_until(UINT64_MAX);
 }
 
 int vms_fiber_wake(vms_fiber h)
@@ -581,9 +673,10 @@ int vms_sleep_ns(uint64_t ns)
                                 "thread's own stack");
     if (!(w = waiter_get()))
         return -ENOMEM;
-    if ((rc = timer_add(w, f, ns)))
+    if ((rc = timer_add(w, f, deadline_after(ns))))
         return rc;
     f->wait = VMS_WAIT_SLEEP;
+    f->wait_since = w->now;
     vms__sched_block();
     return 0;
 }
@@ -611,6 +704,7 @@ int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns)
     struct vms_fiber_desc *f = vms__fiber_current();
     struct waiter *w;
     struct fd_entry *e;
+    bool old;
     int rc;
 
     if (!f)
@@ -631,6 +725,10 @@ int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns)
         return busy(fd, e->rd, "reading");
     if ((events & WRITE_SIDE) && e->wr)
         return busy(fd, e->wr, "writing");
+    if (!(old = e->added) && (rc = fd_register(w, fd)))
+        return rc;
+    if ((rc = fd_take(e, events)))
+        return rc; /* reported since the last wait took its events */
     if (events & READ_SIDE)
         e->rd = f;
     if (events & WRITE_SIDE)
@@ -639,11 +737,18 @@ int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns)
     f->wait_fd = fd;
     f->wait_events = events;
     f->wait_result = 0;
+    f->wait_verify = old;
+    f->wait_timeout = timeout_ns > 0 ? deadline_after((uint64_t)timeout_ns) : UINT64_MAX;
     w->fd_waits++;
-    if ((rc = arm(w, fd)) || (timeout_ns > 0 && (rc = timer_add(w, f, (uint64_t)timeout_ns)))) {
-        forget(w, f);
-        return rc;
+    if (old || timeout_ns > 0) {
+        uint64_t at = old ? deadline_after(VERIFY_NS) : f->wait_timeout;
+
+        if ((rc = timer_add(w, f, at < f->wait_timeout ? at : f->wait_timeout))) {
+            forget(w, f);
+            return rc;
+        }
     }
+    f->wait_since = w->now;
     vms__sched_block();
     return f->wait_result;
 }
@@ -659,6 +764,8 @@ int vms_fd_close(int fd)
         if (e->added)
             epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL);
         e->added = false;
+        e->pending = 0;
+        e->gen++; /* events of this registration still in the batch being handled are dropped */
         if (e->rd)
             wake(w, e->rd, -EBADF);
         if (e->wr)

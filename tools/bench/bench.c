@@ -33,8 +33,8 @@ static const struct bench benches[] = {
                       "vmstack against its peer (Boost.Fiber, Boost.Context, vms_stack_alloc)",
       bench_instructions },
     { "tlb", "switch cost against live fibers (1..100,000): guarded 4 KiB pages vs huge pages", bench_tlb },
-    { "echo", "a TCP echo server, 1,000 connections: fibers vs a thread per connection vs an epoll loop; "
-              "memory per idle connection (10,000)", bench_echo },
+    { "echo", "a TCP echo server, 1,000 connections, 64 and 512 B: fibers (a thread per CPU, one thread) vs a "
+              "thread per connection vs an epoll loop vs Go; memory per idle connection (10,000), trimmed", bench_echo },
     /* Last: a million stacks leave more memory mapped than fork() can account for afterwards. */
     { "scale", "1,000,000 live fibers: VMAs, RSS and time; the mprotect mode's VMA ceiling (one shot)",
       bench_scale },
