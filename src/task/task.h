@@ -154,6 +154,21 @@ void vms__wait_forget(struct vms_fiber_desc *f);
  */
 void vms__switch(void **save_sp, void *to_sp);
 void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, const uint64_t *fpenv);
+/*
+ * The saved frame described above, for debuggers (debugtable.c): its size,
+ * gdb's names of the stack pointer, the program counter and the thread
+ * pointer, and { name, offset from the saved stack pointer } of each
+ * register saved in it, the program counter's being the return address.
+ */
+#if defined(__x86_64__)
+#define VMS_SWITCH_FRAME_SIZE 64
+#define VMS_SWITCH_FRAME_SP "rsp"
+#define VMS_SWITCH_FRAME_PC "rip"
+#define VMS_THREAD_POINTER "fs_base"
+#define VMS_SWITCH_FRAME_REGS                                                                          \
+    { "r12", 8, 8 }, { "r13", 16, 8 }, { "r14", 24, 8 }, { "r15", 32, 8 }, { "rbx", 40, 8 }, { "rbp", 48, 8 }, \
+        { "rip", 56, 8 }
+#endif
 
 /*
  * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread
