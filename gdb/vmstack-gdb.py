@@ -12,6 +12,8 @@
 #                                   frames in place (from frame 1: `frame 1`
 #                                   is selected first); the thread's own
 #                                   frames are back afterwards
+#   vmstack-gcore FILE              gcore, plus the memory gcore leaves out
+#                                   around guard pages: every fiber's stack
 #
 # Everything is read through the library's debug information, by name: the
 # region table vms__g.regions, each region's slot table, and the fiber
@@ -29,6 +31,7 @@
 # so).  In a build tree: `add-auto-load-safe-path BUILD_DIR`.  For a program
 # linked with libvmstack.a: `source PREFIX/share/vmstack/vmstack-gdb.py`.
 
+import re
 import struct
 
 import gdb
@@ -750,5 +753,98 @@ selected first.  The thread's own frames are back afterwards."""
             gdb.execute(parts[1], from_tty)
 
 
+# ---- core files that keep every fiber's stack ----
+
+PAGE = 4096
+BLOCK = 1 << 20
+_READ_FAILED = re.compile(r"Memory read failed for corefile section, \d+ bytes at (0x[0-9a-f]+)")
+
+
+def load_segments(path):
+    """The PT_LOAD segments of an ELF64 core: vaddr -> (file offset, file size)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            raise VmsError("%s is not a 64-bit little-endian ELF core" % path)
+        phoff, = struct.unpack_from("<Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    segments = {}
+    for i in range(phnum):
+        p_type, _, offset, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+        if p_type == 1 and filesz:
+            segments[vaddr] = (offset, filesz)
+    return segments
+
+
+def copy_readable(inf, out, vaddr, offset, size):
+    """Copies [vaddr, vaddr + size) into the file out at offset: in blocks,
+    and page by page in a block that cannot be read whole (it holds guard
+    pages, which are left as they are: zeros).  Zeros are not written, so
+    that untouched stacks stay holes of a sparse file.  Returns the pages
+    left out."""
+    missing = 0
+
+    def put(at, data):
+        if data.count(0) != len(data):
+            out.seek(offset + at)
+            out.write(data)
+
+    for at in range(0, size, BLOCK):
+        n = min(BLOCK, size - at)
+        try:
+            put(at, bytes(inf.read_memory(vaddr + at, n)))
+            continue
+        except gdb.MemoryError:
+            pass
+        for page in range(at, at + n, PAGE):
+            try:
+                put(page, bytes(inf.read_memory(vaddr + page, min(PAGE, at + n - page))))
+            except gdb.MemoryError:
+                missing += 1
+    return missing
+
+
+class GcoreCommand(gdb.Command):
+    """Write a core file of the process that holds every fiber's stack.
+Usage: vmstack-gcore FILE
+gdb's gcore reads memory in 1 MiB blocks and leaves out the rest of a
+mapping from the first block it cannot read whole; in vmstack's default
+guard mode (MADV_GUARD_INSTALL) the stacks and their guard pages share one
+mapping, so fiber stacks would be missing.  This runs gcore, then copies
+what gcore left out of those mappings, page by page around the guards,
+into FILE."""
+
+    def __init__(self):
+        super().__init__("vmstack-gcore", gdb.COMMAND_FILES, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        args = gdb.string_to_argv(arg)
+        if len(args) != 1:
+            raise gdb.GdbError("usage: vmstack-gcore FILE")
+        path = args[0]
+        inf = gdb.selected_inferior()
+        if inf.pid == 0:
+            raise gdb.GdbError("vmstack-gcore: no live process (run the program or attach to it)")
+        log = gdb.execute("gcore %s" % path, to_string=True)
+        failed = sorted({int(a, 16) for a in _READ_FAILED.findall(log)})
+        try:
+            segments = load_segments(path)
+        except (OSError, VmsError) as e:
+            raise gdb.GdbError("vmstack-gcore: %s" % e)
+        copied = missing = 0
+        with open(path, "r+b") as out:
+            for vaddr in failed:
+                if vaddr not in segments:
+                    continue
+                offset, size = segments[vaddr]
+                missing += copy_readable(inf, out, vaddr, offset, size)
+                copied += size
+        print("vmstack-gcore: %s written; %d mapping%s copied again around guard pages (%d KiB, %d pages unreadable)"
+              % (path, len(failed), "" if len(failed) == 1 else "s", copied // 1024, missing))
+
+
 InfoFibers()
 FiberCommand()
+GcoreCommand()

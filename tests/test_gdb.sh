@@ -6,10 +6,10 @@
 #         info vmstack-fibers / vmstack-fiber / --group show every fiber
 #   live  the same commands on the live process stopped at a breakpoint;
 #         then it goes on and ends normally, its frames untouched
-# The core comes from the kernel when core_pattern names a file we can find
-# (ulimit -c raised here); when it pipes to a program, or no core appears,
-# gdb writes it with gcore at the moment the kernel would have (set
-# VMS_TEST_GCORE=1 to take that way here).
+# The cores: the kernel's when core_pattern names a file we can find (ulimit
+# -c raised here), and always one that the extension's vmstack-gcore writes
+# at the moment the kernel would have, both in the default guard mode: each
+# is checked the same way (each of the 1,000 waiting fibers' frames).
 # SCRIPT is the extension to `source`, or a build directory: then gdb must
 # auto-load the copy beside libvmstack.so there (the program is linked with
 # it), once the directory is a safe path.
@@ -70,27 +70,34 @@ kernel_core() {
     sort -n | tail -1 | cut -d' ' -f2-
 }
 
-make_core() {
+# The cores to check, in $cores: the kernel's, when core_pattern names a
+# file (else the output says it was skipped), and vmstack-gcore's, both
+# taken in the guard mode of the environment (the default: MADV_GUARD_INSTALL
+# where the kernel has it).
+make_cores() {
   mkdir "$tmp/run"; touch "$tmp/start"
   (cd "$tmp/run" && ulimit -c unlimited 2>/dev/null; exec "$prog" overflow) >"$tmp/stdout" 2>"$tmp/stderr"
   status=$?
   [ "$status" -eq 139 ] || fail "gdb_fibers overflow: exit status $status, not death by SIGSEGV (139)"
   grep -q "^vmstack: fiber 'overflow' (id [0-9]*) on thread" "$tmp/stderr" || fail "no overflow report"
   grep -qx "vmstack: aborting" "$tmp/stderr" || fail "the report does not end in 'vmstack: aborting'"
-  core=$(kernel_core)
-  if [ -n "$core" ] && [ -z "${VMS_TEST_GCORE:-}" ]; then
-    echo "core file from the kernel: $core"
-    return
+  cores=$(kernel_core)
+  if [ -n "$cores" ]; then
+    echo "core file from the kernel: $cores"
+  else
+    echo "kernel's core skipped: core_pattern '$(cat /proc/sys/kernel/core_pattern)' names no file here, or ulimit -c is 0"
   fi
   # First stop: the guard hit, passed to vmstack's handler, which reports and
   # restores the default action; second stop: the same fault, now fatal.
-  # gcore reads memory in 1 MiB blocks and loses a whole block that holds a
-  # guard marker (MADV_GUARD_INSTALL), so this run has mprotect guards.
-  core=$tmp/gcore
-  VMSTACK_GUARD=mprotect timeout 300 gdb -batch -nx -ex run -ex continue -ex "gcore $core" -ex kill \
+  # Plain gcore would lose every fiber stack beside a guard marker.
+  timeout 300 gdb -batch -nx -iex "$load" -ex run -ex continue -ex "vmstack-gcore $tmp/gcore" -ex kill \
     --args "$prog" overflow >"$tmp/gcore.log" 2>&1
-  [ -s "$core" ] || { cat "$tmp/gcore.log"; fail "gcore wrote no core"; }
-  echo "core file written by gcore (core_pattern: $(cat /proc/sys/kernel/core_pattern))"
+  if [ -s "$tmp/gcore" ] && grep -q "^vmstack-gcore: $tmp/gcore written" "$tmp/gcore.log"; then
+    grep "^vmstack-gcore:" "$tmp/gcore.log"
+    cores="$cores $tmp/gcore"
+  else
+    cat "$tmp/gcore.log"; fail "vmstack-gcore wrote no core"
+  fi
 }
 
 # The checks on one gdb session's output, OUT; RUNNING is the last fiber's name.
@@ -138,7 +145,9 @@ same_bt() { # OUT DWARF_OUT
 
 case $mode in
 core)
-  make_core
+  make_cores
+  for core in $cores; do
+  echo "checking $core"
   gdb_batch "$tmp/list" -ex 'bt 3' -ex 'info vmstack-fibers' "$prog" "$core"
   grep -q "^#0 .* in overflow_here (" "$tmp/list" || fail "bt on the core does not start in overflow_here"
   # gdb prints frame #0 when it loads the core, then bt 3 its three frames.
@@ -157,6 +166,7 @@ core)
   gdb_batch "$tmp/g" -ex 'info vmstack-fibers --group' "$prog" "$core"
   grep -q "^1001 fibers in 4 groups$" "$tmp/g" || fail "--group did not find the 4 distinct backtraces"
   grep -q "^334 fibers (parked)" "$tmp/g" || fail "--group: no group of 334 parked fibers"
+  done
   ;;
 live)
   # After the fiber commands, the thread's own frames must be back: bt 1
