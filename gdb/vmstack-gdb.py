@@ -12,28 +12,36 @@
 #                                   frames in place (from frame 1: `frame 1`
 #                                   is selected first); the thread's own
 #                                   frames are back afterwards
+#   vmstack-gcore FILE              gcore, plus the memory gcore leaves out
+#                                   around guard pages: every fiber's stack
 #
 # Everything is read through the library's debug information, by name: the
 # region table vms__g.regions, each region's slot table, and the fiber
 # descriptor (struct vms_fiber_desc) kept in each slot's task_ext; the
 # scheduler of each thread (the thread-local `sched` of fiber.c) says which
-# fiber runs.  No descriptor is ever on a fiber's stack, so a fiber whose
-# stack overflowed is listed like any other.
+# fiber runs.  Without debug information (a stripped or Release build), the
+# same offsets come from the table the library exports for debuggers,
+# vms_debug_table (src/task/debugtable.h), and the output is the same but for
+# what only debug information gives (arguments, files and lines).  No
+# descriptor is ever on a fiber's stack, so a fiber whose stack overflowed is
+# listed like any other.
 #
 # gdb loads this file by itself for libvmstack.so.0 once it is installed as
 # <gdb data dir>/auto-load/<library's real path>-gdb.py (the packages do
 # so).  In a build tree: `add-auto-load-safe-path BUILD_DIR`.  For a program
 # linked with libvmstack.a: `source PREFIX/share/vmstack/vmstack-gdb.py`.
 
+import re
 import struct
 
 import gdb
 import gdb.unwinder
 
 # The saved context of a fiber that switched away (src/task/switch-x86_64.S),
-# from its saved stack pointer up: MXCSR and x87 control word, r12, r13, r14,
-# r15, rbx, rbp, return address.
-SWITCH_FRAME = ("mxcsr", "r12", "r13", "r14", "r15", "rbx", "rbp", "rip")
+# for a library without vms_debug_table: its size, the stack pointer's and
+# program counter's names, and where each register is saved from the saved
+# stack pointer up (MXCSR and x87 control word at 0).
+SWITCH_FRAME = (64, "rsp", "rip", {"r12": 8, "r13": 16, "r14": 24, "r15": 32, "rbx": 40, "rbp": 48, "rip": 56})
 # Frames of vmstack's own scheduler, skipped for a fiber's "current frame".
 OWN_FRAME_PREFIXES = ("vms_", "vms__")
 # How many lines of backtrace `vmstack-fiber` and `--group` print at most.
@@ -70,52 +78,133 @@ def _enum_value(name, default):
         return default
 
 
-class Layout:
-    """Offsets of what we read from a slot, looked up by name for each
-    command (the program, and with it the library, may have changed)."""
+def _address_of(name):
+    try:
+        return int(gdb.parse_and_eval("(unsigned long)&%s" % name))
+    except gdb.error:
+        return None
 
-    def __init__(self):
+
+def _read(inf, addr, fmt):
+    return struct.unpack_from(fmt, bytes(inf.read_memory(addr, struct.calcsize(fmt))))
+
+
+def _cstr(raw):
+    return raw.split(b"\0", 1)[0].decode()
+
+
+# vms_debug_table, version 1 (src/task/debugtable.h): header, then the rest.
+TABLE_HEAD = "<8sII"
+TABLE_V1 = "<8sIIQQ8III8I18I5III8s8s8s4xQ"
+TABLE_REG = "<8sII"
+TABLE_MAX_REGS = 24
+TABLE_FIELDS = ("region_slots", "region_nchunks", "region_chunk_slots", "region_max_slots")
+TABLE_SLOT_FIELDS = (("state", "slot_state"), ("kind", "task_kind"), ("name", "task_name"), ("start", "task_start"))
+TABLE_FIBER_FIELDS = ("sp", "base", "size", "id", "owner", "ended", "joiner", "wait", "wait_fd")
+
+
+class Layout:
+    """Offsets of what we read from a slot, looked up for each command (the
+    program, and with it the library, may have changed): by name in the debug
+    information, or from vms_debug_table without it.  fields maps a key to
+    (offset in the slot, size, signed); regions(inf) and thread_sched(t) read
+    the rest the same way."""
+
+    def __init__(self, inf):
+        self.frame = SWITCH_FRAME
+        self.table = None
+        addr = _address_of("vms_debug_table")
+        if addr is not None:
+            self._read_table(inf, addr)
         try:
             slot = gdb.lookup_type("struct vms_slot")
             desc = gdb.lookup_type("struct vms_fiber_desc")
         except gdb.error:
-            raise VmsError("no debug information for vmstack: build it with -g, or install "
-                           "the library's debug symbols (libvmstack0-dbgsym)")
+            if self.table is None:
+                raise VmsError("no debug information for vmstack and no vms_debug_table in the program: build "
+                               "it with -g, or install the library's debug symbols (libvmstack0-dbgsym)")
+            self._from_table(inf)
+        else:
+            self._from_debug_info(slot, desc)
+        self.codecs = {key: self._codec(key) for key in self.fields}
+
+    def _read_table(self, inf, addr):
+        magic, version, size = _read(inf, addr, TABLE_HEAD)
+        if _cstr(magic) != "vmstack" or version != 1 or size < struct.calcsize(TABLE_V1):
+            return
+        v = _read(inf, addr, TABLE_V1)
+        t = {"nregions": v[3], "regions": v[4]}
+        i = 5
+        for name in TABLE_FIELDS:
+            t[name] = (v[i], v[i + 1])
+            i += 2
+        t["slot_size"], t["slot_ext"] = v[i], v[i + 1]
+        i += 2
+        for _, name in TABLE_SLOT_FIELDS:
+            t[name] = (v[i], v[i + 1])
+            i += 2
+        for name in TABLE_FIBER_FIELDS:
+            t["fiber_" + name] = (v[i], v[i + 1])
+            i += 2
+        (t["slot_live"], t["task_fiber"], t["wait_park"], t["wait_sleep"], t["wait_fd"], frame_size, nregs,
+         sp, pc, tp, t["sched"]) = v[i:i + 11]
+        regs = {}
+        regs_at = addr + struct.calcsize(TABLE_V1)
+        for r in range(min(nregs, TABLE_MAX_REGS)):
+            name, off, _ = _read(inf, regs_at + r * struct.calcsize(TABLE_REG), TABLE_REG)
+            regs[_cstr(name)] = off
+        self.frame = (frame_size, _cstr(sp), _cstr(pc), regs)
+        t["thread_pointer"] = _cstr(tp)
+        self.table = t
+
+    def _from_table(self, inf):
+        t = self.table
+        self.slot_size = t["slot_size"]
+        self.fields = {}
+        for key, name in TABLE_SLOT_FIELDS:
+            self.fields[key] = t[name] + (key == "kind",)
+        for name in TABLE_FIBER_FIELDS:
+            off, size = t["fiber_" + name]
+            self.fields[name] = (t["slot_ext"] + off, size, name == "wait_fd")
+        self.ext = t["slot_ext"]
+        self.slot_live = t["slot_live"]
+        self.task_fiber = t["task_fiber"]
+        self.wait_names = {t["wait_park"]: "parked", t["wait_sleep"]: "sleeping", t["wait_fd"]: "waiting on fd"}
+        tpoff_at, cur, _, main, _, serial, _ = _read(inf, t["sched"], "<Q6I")
+        self.sched = (tpoff_at, cur, main, serial)
+        self.inf = inf
+
+    def _from_debug_info(self, slot, desc):
         self.slot_size = slot.sizeof
         self.fields = {}
         for key, path in (("state", "state"), ("kind", "task.kind"), ("name", "task.name"),
-                          ("start", "task.start"), ("ext", "task_ext")):
-            self.fields[key] = _field_offset(slot, path)
-        ext = self.fields["ext"][0]
-        for name in ("sp", "base", "size", "id", "owner", "ended", "joiner"):
-            off, t = _field_offset(desc, name)
-            self.fields[name] = (ext + off, t)
+                          ("start", "task.start")):
+            self.fields[key] = self._typed(*_field_offset(slot, path))
+        self.ext = _field_offset(slot, "task_ext")[0]
+        names = ["sp", "base", "size", "id", "owner", "ended", "joiner"]
         # Fields of the waiting machinery, where the library has it.
-        for name in ("wait", "wait_fd"):
-            if _has_field(desc, name):
-                off, t = _field_offset(desc, name)
-                self.fields[name] = (ext + off, t)
-        self.codecs = {key: self._codec(key) for key in self.fields if key != "ext"}
-        # Where a fiber that has not run yet "returns" to first, in libraries
-        # that build a first switch frame for it (others leave its sp NULL).
-        try:
-            self.entry = int(gdb.parse_and_eval("(unsigned long)&vms__fiber_entry"))
-        except gdb.error:
-            self.entry = None
+        names += [n for n in ("wait", "wait_fd") if _has_field(desc, n)]
+        for name in names:
+            off, t = _field_offset(desc, name)
+            self.fields[name] = self._typed(self.ext + off, t)
         self.slot_live = _enum_value("VMS_SLOT_LIVE", 2)
         self.task_fiber = _enum_value("VMS_TASK_FIBER", 1)
         self.wait_names = {_enum_value("VMS_WAIT_PARK", 1): "parked",
                            _enum_value("VMS_WAIT_SLEEP", 2): "sleeping",
                            _enum_value("VMS_WAIT_FD", 3): "waiting on fd"}
+        self.sched = None
+
+    @staticmethod
+    def _typed(off, t):
+        t = t.strip_typedefs()
+        return off, t.sizeof, t.code == gdb.TYPE_CODE_INT and t.is_signed
 
     def _codec(self, key):
         """How to read field key: (offset, struct.Struct), or (offset, size) for the name."""
-        off, t = self.fields[key]
-        t = t.strip_typedefs()
+        off, size, signed = self.fields[key]
         if key == "name":
-            return off, t.sizeof
-        fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[t.sizeof]
-        signed = t.code == gdb.TYPE_CODE_INT and t.is_signed
+            return off, size
+        fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[size]
         return off, struct.Struct("<" + (fmt if signed else fmt.upper()))
 
     def unpacker(self, key):
@@ -130,6 +219,46 @@ class Layout:
             raw = bytes(buf[base + off:base + off + how])
             return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
         return how.unpack_from(buf, base + off)[0]
+
+    def regions(self, inf):
+        """(slot table address, slots in use) of every region."""
+        out = []
+        if self.sched is None:
+            g = gdb.parse_and_eval("vms__g")
+            for r in range(int(g["nregions"])):
+                region = g["regions"][r].dereference()
+                nslots = min(int(region["nchunks"]) * int(region["chunk_slots"]), int(region["max_slots"]))
+                out.append((int(region["slots"]), nslots))
+            return out
+        t = self.table
+        n = _read(inf, t["nregions"], "<I")[0]
+        for r in range(n):
+            region = _read(inf, t["regions"] + 8 * r, "<Q")[0]
+            got = {}
+            for name in TABLE_FIELDS:
+                off, size = t[name]
+                got[name] = _read(inf, region + off, "<" + {4: "I", 8: "Q"}[size])[0]
+            out.append((got["region_slots"],
+                        min(got["region_nchunks"] * got["region_chunk_slots"], got["region_max_slots"])))
+        return out
+
+    def thread_sched(self, frame):
+        """(serial, current, address of main) of the scheduler of the thread
+        whose newest frame is frame; None where it has none."""
+        if self.sched is None:
+            sym = _scheduler_symbol()
+            if sym is None:
+                return None
+            s = sym.value(frame)
+            return int(s["serial"]), int(s["current"]), int(s["main"].address)
+        tpoff_at, cur, main, serial = self.sched
+        tpoff = _read(self.inf, tpoff_at, "<q")[0]
+        if not tpoff:
+            return None
+        at = (int(frame.read_register(self.table["thread_pointer"])) + tpoff) & 0xffffffffffffffff
+        serial_v = _read(self.inf, at + serial, "<Q")[0]
+        current = _read(self.inf, at + cur, "<Q")[0]
+        return serial_v, current, at + main
 
 
 class Fiber:
@@ -146,15 +275,11 @@ def _inferior():
 
 def read_fibers(layout, inf):
     """Every live fiber in every region, from the slot tables."""
-    g = gdb.parse_and_eval("vms__g")
     fibers = []
     # The two fields every slot is tested on, read without the generic path.
     state = layout.unpacker("state")
     kind = layout.unpacker("kind")
-    for r in range(int(g["nregions"])):
-        region = g["regions"][r].dereference()
-        nslots = min(int(region["nchunks"]) * int(region["chunk_slots"]), int(region["max_slots"]))
-        table = int(region["slots"])
+    for table, nslots in layout.regions(inf):
         batch = 4096
         for first in range(0, nslots, batch):
             n = min(batch, nslots - first)
@@ -168,7 +293,7 @@ def read_fibers(layout, inf):
                 f = Fiber()
                 f.id = layout.get(buf, b, "id")
                 f.name = layout.get(buf, b, "name")
-                f.addr = table + (first + i) * layout.slot_size + layout.fields["ext"][0]
+                f.addr = table + (first + i) * layout.slot_size + layout.ext
                 f.base = layout.get(buf, b, "base")
                 f.size = layout.get(buf, b, "size")
                 f.sp = layout.get(buf, b, "sp")
@@ -191,22 +316,20 @@ def _scheduler_symbol():
     return sym
 
 
-def read_threads(inf):
+def read_threads(layout, inf):
     """Each thread's scheduler: serial -> thread, and which fiber runs where."""
-    sym = _scheduler_symbol()
     by_serial, running = {}, {}
-    if sym is None:
-        return by_serial, running
     keep = gdb.selected_thread()
     try:
         for t in inf.threads():
             t.switch()
             try:
-                s = sym.value(gdb.newest_frame())
-                serial, current = int(s["serial"]), int(s["current"])
-                main = int(s["main"].address)
-            except gdb.error:
+                got = layout.thread_sched(gdb.newest_frame())
+            except (gdb.error, gdb.MemoryError):
                 continue
+            if got is None:
+                continue
+            serial, current, main = got
             if serial:
                 by_serial[serial] = t
             if current and current != main:
@@ -234,21 +357,20 @@ def fiber_state(f, layout, joiners):
 
 
 def collect():
-    layout = Layout()
+    global _frame
     inf = _inferior()
+    layout = Layout(inf)
+    _frame = layout.frame
     fibers = read_fibers(layout, inf)
-    by_serial, running = read_threads(inf)
+    by_serial, running = read_threads(layout, inf)
     joiners = {f.joiner: f.id for f in fibers if f.joiner}
     for f in fibers:
         t = running.get(f.addr)
         f.running = t is not None
         f.thread = t if t is not None else by_serial.get(f.owner)
         f.state = fiber_state(f, layout, joiners)
-        if f.sp and not f.running and layout.entry is not None:
-            ret = struct.unpack("<Q", bytes(inf.read_memory(f.sp + 56, 8)))[0]
-            f.started = ret != layout.entry
-        else:
-            f.started = bool(f.sp) or f.running
+        # A fiber that never ran has no saved context yet.
+        f.started = bool(f.sp) or f.running
     return inf, fibers
 
 
@@ -273,8 +395,8 @@ class FiberUnwinder(gdb.unwinder.Unwinder):
     def __call__(self, pending):
         if self.regs is None:
             return None
-        pc = pending.read_register("rip")
-        sp = pending.read_register("rsp")
+        pc = pending.read_register(_frame[2])
+        sp = pending.read_register(_frame[1])
         if (int(pc), int(sp)) != self.at:
             return None
         # A stack address below any fiber's: gdb then takes the fiber's
@@ -289,11 +411,21 @@ _unwinder = FiberUnwinder()
 gdb.unwinder.register_unwinder(None, _unwinder, replace=True)
 
 
+# The saved frame's description (SWITCH_FRAME's form) of the last command's library.
+_frame = SWITCH_FRAME
+
+
 def saved_context(inf, f):
-    words = struct.unpack("<8Q", bytes(inf.read_memory(f.sp, 64)))
-    regs = dict(zip(SWITCH_FRAME[1:], words[1:]))
-    regs["rsp"] = f.sp + 64  # after the return
+    size, sp, _, offsets = _frame
+    mem = bytes(inf.read_memory(f.sp, size))
+    regs = {reg: struct.unpack_from("<Q", mem, off)[0] for reg, off in offsets.items()}
+    regs[sp] = f.sp + size  # after the return
     return regs
+
+
+def return_address_offset():
+    """Where the saved frame holds the return address, from the saved sp."""
+    return _frame[3][_frame[2]]
 
 
 class FiberFrames:
@@ -317,7 +449,7 @@ class FiberFrames:
         while inner.type() == gdb.INLINE_FRAME and inner.older() is not None:
             inner = inner.older()
         first = inner.level() + 1
-        _unwinder.at = (int(inner.read_register("rip")), int(inner.read_register("rsp")))
+        _unwinder.at = (int(inner.read_register(_frame[2])), int(inner.read_register(_frame[1])))
         _unwinder.regs = saved_context(self.inf, self.f)
         gdb.invalidate_cached_frames()
         return first
@@ -352,11 +484,21 @@ def frames_from(first):
     return out
 
 
+def frame_name(frame):
+    """The frame's function name.  Without debug information gdb may take a
+    C name for an encoded Ada one and show vms__switch as vms.switch: ours
+    are given back as they are spelt."""
+    name = frame.name()
+    if name and name.startswith("vms.") and frame.function() is None:
+        name = name.replace(".", "__")
+    return name
+
+
 def describe(frame, with_args=True):
     """One frame as `bt` shows it: function (args) at file:line; without
     the arguments: function at file:line."""
     fn = frame.function()
-    name = frame.name() or "??"
+    name = frame_name(frame) or "??"
     args = []
     if fn is not None and with_args:
         try:
@@ -384,16 +526,16 @@ def describe(frame, with_args=True):
 
 def frame_key(frame):
     sal = frame.find_sal()
-    return (frame.name() or hex(frame.pc()), sal.symtab.filename if sal.symtab else None, sal.line)
+    return (frame_name(frame) or hex(frame.pc()), sal.symtab.filename if sal.symtab else None, sal.line)
 
 
 def _own(frames, i):
     """Whether frames[i] is vmstack's: a vms_ function, or inlined into one."""
     while frames[i].type() == gdb.INLINE_FRAME and i + 1 < len(frames):
-        if (frames[i].name() or "").startswith(OWN_FRAME_PREFIXES):
+        if (frame_name(frames[i]) or "").startswith(OWN_FRAME_PREFIXES):
             return True
         i += 1
-    return (frames[i].name() or "").startswith(OWN_FRAME_PREFIXES)
+    return (frame_name(frames[i]) or "").startswith(OWN_FRAME_PREFIXES)
 
 
 def first_own(frames):
@@ -423,7 +565,7 @@ def running_frames(f):
     frames = frames_from(0)
     for i, frame in enumerate(frames):
         try:
-            sp = int(frame.read_register("rsp"))
+            sp = int(frame.read_register(_frame[1]))
         except gdb.error:
             continue
         if f.base <= sp <= f.base + f.size:
@@ -479,7 +621,7 @@ class Backtrace:
             if fr.type() == gdb.INLINE_FRAME:
                 continue
             try:
-                self.checks.append((top - (int(fr.read_register("rsp")) - 8), fr.pc()))
+                self.checks.append((top - (int(fr.read_register(_frame[1])) - 8), fr.pc()))
             except gdb.error:
                 pass
 
@@ -515,7 +657,7 @@ def backtrace_of(inf, f, cache):
     top = f.base + f.size
     # One read per fiber: the part of its stack in use, saved context included.
     stack = bytes(inf.read_memory(f.sp, top - f.sp))
-    key = (struct.unpack_from("<Q", stack, 56)[0], len(stack))
+    key = (struct.unpack_from("<Q", stack, return_address_offset())[0], len(stack))
     for bt in cache.get(key, ()):
         if bt.matches(stack, top):
             return bt
@@ -611,5 +753,98 @@ selected first.  The thread's own frames are back afterwards."""
             gdb.execute(parts[1], from_tty)
 
 
+# ---- core files that keep every fiber's stack ----
+
+PAGE = 4096
+BLOCK = 1 << 20
+_READ_FAILED = re.compile(r"Memory read failed for corefile section, \d+ bytes at (0x[0-9a-f]+)")
+
+
+def load_segments(path):
+    """The PT_LOAD segments of an ELF64 core: vaddr -> (file offset, file size)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            raise VmsError("%s is not a 64-bit little-endian ELF core" % path)
+        phoff, = struct.unpack_from("<Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    segments = {}
+    for i in range(phnum):
+        p_type, _, offset, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+        if p_type == 1 and filesz:
+            segments[vaddr] = (offset, filesz)
+    return segments
+
+
+def copy_readable(inf, out, vaddr, offset, size):
+    """Copies [vaddr, vaddr + size) into the file out at offset: in blocks,
+    and page by page in a block that cannot be read whole (it holds guard
+    pages, which are left as they are: zeros).  Zeros are not written, so
+    that untouched stacks stay holes of a sparse file.  Returns the pages
+    left out."""
+    missing = 0
+
+    def put(at, data):
+        if data.count(0) != len(data):
+            out.seek(offset + at)
+            out.write(data)
+
+    for at in range(0, size, BLOCK):
+        n = min(BLOCK, size - at)
+        try:
+            put(at, bytes(inf.read_memory(vaddr + at, n)))
+            continue
+        except gdb.MemoryError:
+            pass
+        for page in range(at, at + n, PAGE):
+            try:
+                put(page, bytes(inf.read_memory(vaddr + page, min(PAGE, at + n - page))))
+            except gdb.MemoryError:
+                missing += 1
+    return missing
+
+
+class GcoreCommand(gdb.Command):
+    """Write a core file of the process that holds every fiber's stack.
+Usage: vmstack-gcore FILE
+gdb's gcore reads memory in 1 MiB blocks and leaves out the rest of a
+mapping from the first block it cannot read whole; in vmstack's default
+guard mode (MADV_GUARD_INSTALL) the stacks and their guard pages share one
+mapping, so fiber stacks would be missing.  This runs gcore, then copies
+what gcore left out of those mappings, page by page around the guards,
+into FILE."""
+
+    def __init__(self):
+        super().__init__("vmstack-gcore", gdb.COMMAND_FILES, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        args = gdb.string_to_argv(arg)
+        if len(args) != 1:
+            raise gdb.GdbError("usage: vmstack-gcore FILE")
+        path = args[0]
+        inf = gdb.selected_inferior()
+        if inf.pid == 0:
+            raise gdb.GdbError("vmstack-gcore: no live process (run the program or attach to it)")
+        log = gdb.execute("gcore %s" % path, to_string=True)
+        failed = sorted({int(a, 16) for a in _READ_FAILED.findall(log)})
+        try:
+            segments = load_segments(path)
+        except (OSError, VmsError) as e:
+            raise gdb.GdbError("vmstack-gcore: %s" % e)
+        copied = missing = 0
+        with open(path, "r+b") as out:
+            for vaddr in failed:
+                if vaddr not in segments:
+                    continue
+                offset, size = segments[vaddr]
+                missing += copy_readable(inf, out, vaddr, offset, size)
+                copied += size
+        print("vmstack-gcore: %s written; %d mapping%s copied again around guard pages (%d KiB, %d pages unreadable)"
+              % (path, len(failed), "" if len(failed) == 1 else "s", copied // 1024, missing))
+
+
 InfoFibers()
 FiberCommand()
+GcoreCommand()

@@ -6,16 +6,21 @@
 #         info vmstack-fibers / vmstack-fiber / --group show every fiber
 #   live  the same commands on the live process stopped at a breakpoint;
 #         then it goes on and ends normally, its frames untouched
-# The core comes from the kernel when core_pattern names a file we can find
-# (ulimit -c raised here); when it pipes to a program, or no core appears,
-# gdb writes it with gcore at the moment the kernel would have (set
-# VMS_TEST_GCORE=1 to take that way here).
+# The cores: the kernel's when core_pattern names a file we can find (ulimit
+# -c raised here), and always one that the extension's vmstack-gcore writes
+# at the moment the kernel would have, both in the default guard mode: each
+# is checked the same way (each of the 1,000 waiting fibers' frames).
 # SCRIPT is the extension to `source`, or a build directory: then gdb must
 # auto-load the copy beside libvmstack.so there (the program is linked with
 # it), once the directory is a safe path.
-# Usage: test_gdb.sh core|live GDB_FIBERS_BINARY SCRIPT|BUILD_DIR
+# With `stripped`, the program and the library it is linked with are copies
+# stripped of their debug information (strip --strip-debug): the extension
+# reads vms_debug_table instead, lists the same fibers, states and frames,
+# and vmstack-fiber gives the backtrace that the debug information gives
+# (the same functions, less the inlined ones, which have no symbol).
+# Usage: test_gdb.sh core|live GDB_FIBERS_BINARY SCRIPT|BUILD_DIR [stripped]
 set -u
-mode=$1 prog=$2 script=$3
+mode=$1 prog=$2 script=$3 stripped=${4:-}
 if [ -d "$script" ]; then
   load="add-auto-load-safe-path $script"
 else
@@ -26,9 +31,32 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
+# The stripped copies; $orig keeps the program with its debug information.
+orig=$prog
+if [ "$stripped" = stripped ]; then
+  cp "$orig" "$tmp/prog" && strip --strip-debug "$tmp/prog" || exit 1
+  prog=$tmp/prog
+  lib=$(ldd "$orig" | awk '$1 ~ /^libvmstack\.so/ { print $3 }')
+  if [ -n "$lib" ]; then
+    mkdir "$tmp/lib" && cp "$lib" "$tmp/lib/" && strip --strip-debug "$tmp/lib/$(basename "$lib")" || exit 1
+    export LD_LIBRARY_PATH=$tmp/lib
+    # Auto-loaded: the extension beside the copy, as beside the original.
+    if [ -d "$script" ]; then
+      cp "$(readlink -f "$lib")-gdb.py" "$tmp/lib/$(basename "$lib")-gdb.py" || exit 1
+      load="add-auto-load-safe-path $tmp/lib:$script"
+    fi
+  fi
+  for f in "$prog" ${lib:+"$tmp/lib/$(basename "$lib")"}; do
+    if readelf -S "$f" | grep -q '\.debug_info'; then echo "FAIL: $f still has debug information"; exit 1; fi
+  done
+fi
+
 gdb_batch() { # OUTPUT gdb-args...
   out=$1; shift
-  timeout 300 gdb -batch -nx -iex 'set debuginfod enabled off' -iex "$load" "$@" >"$out" 2>&1
+  # The program with its debug information runs with the library that has it.
+  run=
+  case " $* " in *" $orig "*) run="env -u LD_LIBRARY_PATH" ;; esac
+  timeout 300 $run gdb -batch -nx -iex 'set debuginfod enabled off' -iex "$load" "$@" >"$out" 2>&1
 }
 
 # The kernel's core of the program, or nothing.
@@ -42,27 +70,34 @@ kernel_core() {
     sort -n | tail -1 | cut -d' ' -f2-
 }
 
-make_core() {
+# The cores to check, in $cores: the kernel's, when core_pattern names a
+# file (else the output says it was skipped), and vmstack-gcore's, both
+# taken in the guard mode of the environment (the default: MADV_GUARD_INSTALL
+# where the kernel has it).
+make_cores() {
   mkdir "$tmp/run"; touch "$tmp/start"
   (cd "$tmp/run" && ulimit -c unlimited 2>/dev/null; exec "$prog" overflow) >"$tmp/stdout" 2>"$tmp/stderr"
   status=$?
   [ "$status" -eq 139 ] || fail "gdb_fibers overflow: exit status $status, not death by SIGSEGV (139)"
   grep -q "^vmstack: fiber 'overflow' (id [0-9]*) on thread" "$tmp/stderr" || fail "no overflow report"
   grep -qx "vmstack: aborting" "$tmp/stderr" || fail "the report does not end in 'vmstack: aborting'"
-  core=$(kernel_core)
-  if [ -n "$core" ] && [ -z "${VMS_TEST_GCORE:-}" ]; then
-    echo "core file from the kernel: $core"
-    return
+  cores=$(kernel_core)
+  if [ -n "$cores" ]; then
+    echo "core file from the kernel: $cores"
+  else
+    echo "kernel's core skipped: core_pattern '$(cat /proc/sys/kernel/core_pattern)' names no file here, or ulimit -c is 0"
   fi
   # First stop: the guard hit, passed to vmstack's handler, which reports and
   # restores the default action; second stop: the same fault, now fatal.
-  # gcore reads memory in 1 MiB blocks and loses a whole block that holds a
-  # guard marker (MADV_GUARD_INSTALL), so this run has mprotect guards.
-  core=$tmp/gcore
-  VMSTACK_GUARD=mprotect timeout 300 gdb -batch -nx -ex run -ex continue -ex "gcore $core" -ex kill \
+  # Plain gcore would lose every fiber stack beside a guard marker.
+  timeout 300 gdb -batch -nx -iex "$load" -ex run -ex continue -ex "vmstack-gcore $tmp/gcore" -ex kill \
     --args "$prog" overflow >"$tmp/gcore.log" 2>&1
-  [ -s "$core" ] || { cat "$tmp/gcore.log"; fail "gcore wrote no core"; }
-  echo "core file written by gcore (core_pattern: $(cat /proc/sys/kernel/core_pattern))"
+  if [ -s "$tmp/gcore" ] && grep -q "^vmstack-gcore: $tmp/gcore written" "$tmp/gcore.log"; then
+    grep "^vmstack-gcore:" "$tmp/gcore.log"
+    cores="$cores $tmp/gcore"
+  else
+    cat "$tmp/gcore.log"; fail "vmstack-gcore wrote no core"
+  fi
 }
 
 # The checks on one gdb session's output, OUT; RUNNING is the last fiber's name.
@@ -73,7 +108,7 @@ check_listing() {
   grep -q "^1001 fibers$" "$out" || fail "no '1001 fibers' line"
   # waiter-i is parked in wait_a, wait_b or wait_c by i % 3.
   bad=$(awk '{ sub(/^\*/, " ") } $2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
-               if ($3 != "parked" || index($0, " " want " at ") == 0) print }' "$out" | head -3)
+               if ($3 != "parked" || $0 !~ (" " want "( at | from |$)")) print }' "$out" | head -3)
   [ -z "$bad" ] || fail "waiters with a wrong state or frame: $bad"
   w=$(awk '$2 ~ /^waiter-/' "$out" | wc -l)
   [ "$w" -eq 1000 ] || fail "$w waiters listed, not 1000"
@@ -86,12 +121,33 @@ check_fiber_bt() { # OUT FUNCTION
 }
 
 ids_of() { # OUT NAME: the id the listing gives the fiber NAME
-  awk -v n="$2" '$2 == n { print $1 }' "$1" | head -1
+  awk -v n="$2" '{ sub(/^\*/, " ") } $2 == n { print $1 }' "$1" | head -1
+}
+
+# The functions of vmstack-fiber's backtrace in OUT, one a line; with
+# SYMBOLS, only those that have a symbol there (not inlined ones).
+bt_functions() { # OUT [SYMBOLS]
+  awk '/^fiber [0-9]+ / { on = 1; next } on && /^#/ { print $2 } on && !/^#/ { on = 0 }' "$1" |
+    if [ -n "${2:-}" ]; then grep -Fxf "$2"; else cat; fi
+}
+
+# In the stripped mode: the backtrace of vmstack-fiber in OUT is the one
+# the debug information gives in DWARF_OUT.
+same_bt() { # OUT DWARF_OUT
+  [ "$stripped" = stripped ] || return 0
+  if grep -q " at [^ ]*:[0-9]" "$1"; then fail "file:line without debug information: $(grep -m1 " at " "$1")"; fi
+  nm "$orig" ${lib:+"$lib"} 2>/dev/null | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u >"$tmp/syms"
+  bt_functions "$1" >"$tmp/bt.stripped"
+  bt_functions "$2" "$tmp/syms" >"$tmp/bt.dwarf"
+  [ -s "$tmp/bt.stripped" ] && cmp -s "$tmp/bt.stripped" "$tmp/bt.dwarf" ||
+    fail "vmstack-fiber without debug information: $(tr '\n' ' ' <"$tmp/bt.stripped"), with: $(tr '\n' ' ' <"$tmp/bt.dwarf")"
 }
 
 case $mode in
 core)
-  make_core
+  make_cores
+  for core in $cores; do
+  echo "checking $core"
   gdb_batch "$tmp/list" -ex 'bt 3' -ex 'info vmstack-fibers' "$prog" "$core"
   grep -q "^#0 .* in overflow_here (" "$tmp/list" || fail "bt on the core does not start in overflow_here"
   # gdb prints frame #0 when it loads the core, then bt 3 its three frames.
@@ -99,11 +155,18 @@ core)
   check_listing "$tmp/list" overflow
   a=$(ids_of "$tmp/list" waiter-0) b=$(ids_of "$tmp/list" waiter-500) c=$(ids_of "$tmp/list" waiter-997)
   gdb_batch "$tmp/a" -ex "vmstack-fiber $a" "$prog" "$core"; check_fiber_bt "$tmp/a" wait_a
+  if [ "$stripped" = stripped ]; then
+    gdb_batch "$tmp/a.dwarf" -ex "vmstack-fiber $a" "$orig" "$core"; same_bt "$tmp/a" "$tmp/a.dwarf"
+    o=$(ids_of "$tmp/list" overflow)
+    gdb_batch "$tmp/o" -ex "vmstack-fiber $o" "$prog" "$core"
+    gdb_batch "$tmp/o.dwarf" -ex "vmstack-fiber $o" "$orig" "$core"; same_bt "$tmp/o" "$tmp/o.dwarf"
+  fi
   gdb_batch "$tmp/b" -ex "vmstack-fiber $b" "$prog" "$core"; check_fiber_bt "$tmp/b" wait_c
   gdb_batch "$tmp/c" -ex "vmstack-fiber $c" "$prog" "$core"; check_fiber_bt "$tmp/c" wait_b
   gdb_batch "$tmp/g" -ex 'info vmstack-fibers --group' "$prog" "$core"
   grep -q "^1001 fibers in 4 groups$" "$tmp/g" || fail "--group did not find the 4 distinct backtraces"
   grep -q "^334 fibers (parked)" "$tmp/g" || fail "--group: no group of 334 parked fibers"
+  done
   ;;
 live)
   # After the fiber commands, the thread's own frames must be back: bt 1
@@ -113,15 +176,28 @@ live)
     -ex continue --args "$prog" live
   check_listing "$tmp/list" live
   check_fiber_bt "$tmp/list" wait_b
-  grep -q "^#0  gdb_fibers_stop () at" "$tmp/list" || fail "the thread's own frames are not back after vmstack-fiber"
+  grep -q "^#0  gdb_fibers_stop () at\|^#0  0x[0-9a-f]* in gdb_fibers_stop ()$" "$tmp/list" ||
+    fail "the thread's own frames are not back after vmstack-fiber"
+  if [ "$stripped" = stripped ]; then
+    for p in "$prog" "$orig"; do
+      gdb_batch "$tmp/bt.$(basename "$p")" -ex 'break gdb_fibers_stop' -ex run -ex 'vmstack-fiber 2' \
+        -ex 'vmstack-fiber 1001' -ex kill --args "$p" live
+    done
+    for id in 2 1001; do
+      for p in "$prog" "$orig"; do
+        awk -v id="$id" '/^fiber / { on = $2 == id } on' "$tmp/bt.$(basename "$p")" >"$tmp/bt$id.$(basename "$p")"
+      done
+      same_bt "$tmp/bt$id.$(basename "$prog")" "$tmp/bt$id.$(basename "$orig")"
+    done
+  fi
   grep -q "^1001 fibers in 4 groups$" "$tmp/list" || fail "--group did not find the 4 distinct backtraces"
   grep -q "^gdb_fibers: all fibers ended$" "$tmp/list" || fail "the program did not go on to its end"
   grep -q "exited normally" "$tmp/list" || fail "the program did not exit normally"
   ;;
-*) echo "usage: test_gdb.sh core|live PROGRAM SCRIPT"; exit 2 ;;
+*) echo "usage: test_gdb.sh core|live PROGRAM SCRIPT [stripped]"; exit 2 ;;
 esac
 if [ "$fails" -ne 0 ]; then
   echo "--- gdb output:"; head -40 "$tmp/list"
   exit 1
 fi
-echo "ok: gdb extension on a $mode process, 1001 fibers"
+echo "ok: gdb extension on a $mode process, 1001 fibers${stripped:+, without debug information}"

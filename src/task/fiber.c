@@ -31,9 +31,11 @@
  * in sched.dead, and whoever it switched to buries it.
  */
 #include "task/task.h"
+#include "task/debugtable.h"
 #include "core/sanitizer.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,15 @@ struct vms_sched {
 static __attribute__((tls_model("initial-exec"))) _Thread_local struct vms_sched sched;
 static _Atomic uint64_t next_id_block = 1;
 static _Atomic uint64_t next_serial = 1;
+/* Where sched lies from the thread pointer, the same in every thread: for debuggers (debugtable.h). */
+static int64_t sched_tpoff;
+
+const struct vms_debug_sched vms__debug_sched = {
+    .tpoff = &sched_tpoff,
+    .current = { offsetof(struct vms_sched, current), sizeof(void *) },
+    .main = { offsetof(struct vms_sched, main), sizeof(struct vms_fiber_desc) },
+    .serial = { offsetof(struct vms_sched, serial), sizeof(uint64_t) },
+};
 
 void *vms__fiber_main(struct vms_fiber_desc *f);
 
@@ -98,6 +109,7 @@ static struct vms_sched *sched_get(void)
         s->main.san_tsan = vms__san_thread_fiber();
         s->serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
         s->valgrind = vms__san_on_valgrind();
+        __atomic_store_n(&sched_tpoff, (char *)s - (char *)__builtin_thread_pointer(), __ATOMIC_RELAXED);
     }
     return s;
 }

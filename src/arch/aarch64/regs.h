@@ -82,4 +82,21 @@ static inline uintptr_t vms__arch_strip(uintptr_t v)
     return lr;
 }
 
+/*
+ * The switch's saved frame (switch.S), for debuggers (task/debugtable.c):
+ * its size, gdb's names of the stack pointer, the program counter and the
+ * thread pointer, and { name, offset from the saved stack pointer, size }
+ * of each register saved in it, the program counter's being the return
+ * address (x30).
+ */
+#define VMS_SWITCH_FRAME_SIZE 176
+#define VMS_SWITCH_FRAME_SP "sp"
+#define VMS_SWITCH_FRAME_PC "pc"
+#define VMS_THREAD_POINTER "tpidr"
+#define VMS_SWITCH_FRAME_REGS                                                                          \
+    { "d8", 0, 8 }, { "d9", 8, 8 }, { "d10", 16, 8 }, { "d11", 24, 8 }, { "d12", 32, 8 }, { "d13", 40, 8 },   \
+        { "d14", 48, 8 }, { "d15", 56, 8 }, { "x19", 64, 8 }, { "x20", 72, 8 }, { "x21", 80, 8 },            \
+        { "x22", 88, 8 }, { "x23", 96, 8 }, { "x24", 104, 8 }, { "x25", 112, 8 }, { "x26", 120, 8 },         \
+        { "x27", 128, 8 }, { "x28", 136, 8 }, { "x29", 144, 8 }, { "x30", 152, 8 }, { "pc", 152, 8 }
+
 #endif

@@ -75,4 +75,19 @@ static inline uint64_t vms__arch_fpenv(void)
     return mxcsr | (uint64_t)fpucw << 32;
 }
 
+/*
+ * The switch's saved frame (switch.S), for debuggers (task/debugtable.c):
+ * its size, gdb's names of the stack pointer, the program counter and the
+ * thread pointer, and { name, offset from the saved stack pointer, size }
+ * of each register saved in it, the program counter's being the return
+ * address.
+ */
+#define VMS_SWITCH_FRAME_SIZE 64
+#define VMS_SWITCH_FRAME_SP "rsp"
+#define VMS_SWITCH_FRAME_PC "rip"
+#define VMS_THREAD_POINTER "fs_base"
+#define VMS_SWITCH_FRAME_REGS                                                                          \
+    { "r12", 8, 8 }, { "r13", 16, 8 }, { "r14", 24, 8 }, { "r15", 32, 8 }, { "rbx", 40, 8 }, { "rbp", 48, 8 }, \
+        { "rip", 56, 8 }
+
 #endif
