@@ -632,7 +632,12 @@ void vms__wake_discard(struct vms_fiber_desc *f)
 
 int vms_fiber_park(void)
 {
-    return vms__park_until(UINT64_MAX);
+    int rc = vms__park_until(UINT64_MAX);
+
+    /* Not a tail call: a debugger without debug information (vms_debug_table)
+     * then still shows the call a parked fiber is waiting in. */
+    __asm__ volatile("" ::: "memory");
+    return rc;
 }
 
 int vms_fiber_wake(vms_fiber h)
