@@ -216,6 +216,8 @@ VMS_API int vms_on_stack(const void *ptr, vms_stack *st);
  * Frees the live stack whose usable bytes hold addr, or whose top addr is
  * (the stack pointer a context starts with), for runtimes that keep only
  * an address: Boost.Context's stack_context.sp, minicoro's allocation.
+ * One O(1) address lookup (a top is recognised from the guard it lands
+ * in), then the free of vms_stack_free.
  * Returns 0, or -EINVAL when addr is on no live vmstack stack (foreign
  * pointer, or a stack freed already); then nothing is changed.  Without
  * guards (VMS_GUARD_NONE) a stack's top is the next stack's base: pass an
@@ -227,8 +229,10 @@ VMS_API int vms_stack_free_sp(void *addr);
  * Names a stack for overflow reports and the overflow callback ("stack
  * 'NAME' on thread 'T' (tid N)"); the first 31 bytes are kept, NULL or ""
  * removes the name.  For stacks that another coroutine library runs; a
- * fiber or thread keeps the name it was given.  Not async-signal-safe;
- * call it before the stack runs code.  Returns 0, or:
+ * fiber or thread keeps the name it was given.  The stack's record is
+ * found by the handle's id (as for vms_stack_on_overflow): no address
+ * lookup.  Not async-signal-safe; call it before the stack runs code.
+ * Returns 0, or:
  *   -EINVAL  st is not a live vmstack stack (stale or foreign handle)
  *   -EBUSY   a vmstack fiber or thread runs on the stack
  */
