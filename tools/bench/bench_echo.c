@@ -692,6 +692,7 @@ int bench_echo(void)
     struct figures f64 = { 0 }, f512 = { 0 };
     enum kind idle_kinds[] = { FIBERS, THREADS, EPOLL, GO };
     double rss[NKINDS] = { 0 }, kstack[NKINDS] = { 0 }, shallow, deep, ks, thread_cost;
+    bool measured[NKINDS] = { false };
     int rc = 1;
 
     if (raise_fd_limit(idle + 64)) {
@@ -708,8 +709,12 @@ int bench_echo(void)
         goto out;
     msg_size = 64;
     for (size_t i = 0; i < sizeof idle_kinds / sizeof *idle_kinds; i++)
-        if (have[idle_kinds[i]] && (rss[idle_kinds[i]] = idle_rss(idle_kinds[i], idle, 0, &kstack[idle_kinds[i]])) < 0)
-            goto out;
+        if (have[idle_kinds[i]]) {
+            rss[idle_kinds[i]] = idle_rss(idle_kinds[i], idle, 0, &kstack[idle_kinds[i]]);
+            if (rss[idle_kinds[i]] == -1)
+                goto out;
+            measured[idle_kinds[i]] = true;
+        }
     deep_bytes = 4096;
     shallow = idle_rss(FIBERS1, idle, 3 * (int)(TRIM_IDLE_NS / 1000000), &ks);
     deep_bytes = 32768;
@@ -738,7 +743,7 @@ int bench_echo(void)
     bench_note("trimmed idle fibers, %d connections: 32 KiB deep once %.0f bytes each, 4 KiB deep %.0f (ratio %.2f, "
                "goal <= 1.2)", idle, deep, shallow, deep / shallow);
     for (int k = 0; k < NKINDS; k++)
-        if (rss[k] > 0)
+        if (measured[k])
             bench_plot_bar("echo-rss", kind_name[k], rss[k], -1);
     bench_json_num("fiber_vs_epoll", f64.rps[FIBERS] / f64.rps[EPOLL]);
     bench_json_num("fiber_vs_threads", f64.rps[FIBERS] / f64.rps[THREADS]);
@@ -749,7 +754,7 @@ int bench_echo(void)
     bench_json_num("idle_connections", idle);
     bench_json_open("rss_per_idle_conn_bytes");
     for (int k = 0; k < NKINDS; k++)
-        if (rss[k] > 0)
+        if (measured[k])
             bench_json_num(kind_name[k], rss[k]);
     bench_json_close();
     bench_json_open("kernel_stack_per_idle_conn_bytes");
