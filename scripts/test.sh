@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite: the default build in both guard modes, then
 # AddressSanitizer+UBSan in both guard modes, then ThreadSanitizer on the
-# concurrent tests.  Warnings are errors.  Exits non-zero on any failure.
+# concurrent tests.  The default build's suite includes the fiber tests under
+# valgrind's memcheck (label valgrind).  Warnings are errors.  Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
