@@ -43,7 +43,10 @@ libdir=$root/usr/lib/$multiarch
   { echo "package.sh: the gdb extension is not where gdb auto-loads it"; exit 1; }
 
 echo "=== vmstack demo, from the packages"
-LD_LIBRARY_PATH=$libdir "$root/usr/bin/vmstack" demo
+LD_LIBRARY_PATH=$libdir "$root/usr/bin/vmstack" demo 2>&1 | tee "$tmp/demo.log"
+# The installed command names its own functions in its overflow report.
+grep -q "^vmstack:  \[<0x[0-9a-f]*>\] runaway+0x" "$tmp/demo.log" && ! grep -q "?? \[vmstack" "$tmp/demo.log" ||
+  { echo "package.sh: the installed vmstack does not name its own functions in its report"; exit 1; }
 
 echo "=== a consumer built with pkg-config against the packages"
 export PKG_CONFIG_PATH=$libdir/pkgconfig

@@ -4,7 +4,9 @@
 # AddressSanitizer+UBSan in both guard modes, then ThreadSanitizer on the
 # concurrent tests, then the compatibility suite (tests/compat/: real
 # runtimes and tools plain and under vmstack) once, on the default build,
-# with its wall-time ratios.  Warnings are errors.  Exits non-zero on any failure.
+# with its wall-time ratios.  The default build's suite includes the fiber
+# tests under valgrind's memcheck (label valgrind).  Warnings are errors.
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

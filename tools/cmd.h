@@ -29,9 +29,11 @@ int cmd_checkstack(int argc, char **argv);
  * 'vmstack run' and 'trace' (launch.c): forks.  Returns 0 in the child,
  * which goes on to exec PROG at path, and -1 after a message when it
  * cannot; the launcher never returns: it waits, writes the table (to
- * output, an absolute path, or stderr) and ends as the program ended.
+ * output, an absolute path, or stderr), then the files post asks for
+ * (--folded, --plot; runpost.h), and ends as the program ended.
  */
-int cmd_launch(const char *sub, const char *path, const char *output);
+struct run_post;
+int cmd_launch(const char *sub, const char *path, const char *output, const struct run_post *post);
 
 /*
  * A companion file of the tool (libdir.c): next to the binary, else in its

@@ -17,6 +17,7 @@
  * the signal mask and SIGCHLD disposition the launcher was started with.
  */
 #include "cmd.h"
+#include "runpost.h"
 #include "preload/outfile.h"
 #include "preload/runshm.h"
 
@@ -68,7 +69,7 @@ static void no_table(const char *sub, const char *prog, pid_t pid, int status)
 
 /* Writes what the program left; -1 when --output FILE could not be written. */
 static int write_results(struct vms_run_shm *m, const char *sub, const char *prog, pid_t pid, int status,
-                         const char *output)
+                         const char *output, const struct run_post *post)
 {
     size_t n = atomic_load(&m->reports_len);
 
@@ -81,11 +82,13 @@ static int write_results(struct vms_run_shm *m, const char *sub, const char *pro
         no_table(sub, prog, pid, status);
         return 0;
     }
-    if (output)
-        return vms__run_write_output(output, m->text, m->text_len, tell);
-    fwrite(m->text, 1, m->text_len, stderr);
-    fflush(stderr);
-    return 0;
+    if (output && vms__run_write_output(output, m->text, m->text_len, tell))
+        return -1;
+    if (!output) {
+        fwrite(m->text, 1, m->text_len, stderr);
+        fflush(stderr);
+    }
+    return run_post_write(m->text, m->text_len, post);
 }
 
 /* Ends as the program ended. */
@@ -109,7 +112,7 @@ static _Noreturn void end_as(int status, int rc, const sigset_t *mask)
 }
 
 static _Noreturn void wait_for(pid_t pid, const sigset_t *set, const sigset_t *mask, struct vms_run_shm *m,
-                               const char *sub, const char *prog, const char *output)
+                               const char *sub, const char *prog, const char *output, const struct run_post *post)
 {
     for (;;) {
         siginfo_t si;
@@ -127,7 +130,7 @@ static _Noreturn void wait_for(pid_t pid, const sigset_t *set, const sigset_t *m
         while ((got = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR)
             ;
         if (got == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
-            end_as(status, write_results(m, sub, prog, pid, status, output), mask);
+            end_as(status, write_results(m, sub, prog, pid, status, output, post), mask);
         if (got < 0) {
             fprintf(stderr, "vmstack %s: lost %s (pid %d): %s\n", sub, prog, (int)pid, strerror(errno));
             exit(CMD_FAIL);
@@ -135,7 +138,7 @@ static _Noreturn void wait_for(pid_t pid, const sigset_t *set, const sigset_t *m
     }
 }
 
-int cmd_launch(const char *sub, const char *path, const char *output)
+int cmd_launch(const char *sub, const char *path, const char *output, const struct run_post *post)
 {
     struct sigaction dfl = {.sa_handler = SIG_DFL}, chld;
     const char *prog = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -167,5 +170,5 @@ int cmd_launch(const char *sub, const char *path, const char *output)
         sigprocmask(SIG_SETMASK, &mask, NULL);
         return setenv(VMS_RUN_SHM_ENV, num, 1);
     }
-    wait_for(pid, &set, &mask, m, sub, prog, output);
+    wait_for(pid, &set, &mask, m, sub, prog, output, post);
 }

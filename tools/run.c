@@ -13,6 +13,7 @@
  */
 #include "cmd.h"
 #include "core/internal.h"
+#include "runpost.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -28,7 +29,7 @@
 #define RUN_DEFAULT_GUARD "64K"
 
 struct run_args {
-    const char *guard, *stack_size, *output, *report_signal;
+    const char *guard, *stack_size, *output, *report_signal, *plot, *folded;
     bool json, help, allow_unprotected;
     int prog; /* index of PROG in argv */
 };
@@ -51,7 +52,9 @@ static void help(void)
            "  --report-signal SIG   also print the table on signal SIG (e.g. USR1); the\n"
            "                        program only, not the processes it starts\n"
            "  --allow-unprotected   run a setuid or setgid program anyway, without\n"
-           "                        vmstack (the dynamic loader ignores LD_PRELOAD there)\n\n"
+           "                        vmstack (the dynamic loader ignores LD_PRELOAD there)\n"
+           "  --plot FILE.png       also draw each thread's peak against its stack size\n"
+           "                        with gnuplot (the program then runs as a child)\n\n"
            "SIZE takes a K, M or G suffix and is a multiple of the page size.  Every\n"
            "VMSTACK_* variable of the environment is checked before the program starts.\n"
            "man vmstack-run(1) has the details.\n");
@@ -143,7 +146,7 @@ static int check_output(const char *v, char *abs, size_t n)
     return 0;
 }
 
-enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED };
+enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED, OPT_PLOT, OPT_FOLDED };
 
 static const struct option run_options[] = {
     {"guard", required_argument, NULL, OPT_GUARD},
@@ -152,6 +155,8 @@ static const struct option run_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
     {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"folded", required_argument, NULL, OPT_FOLDED},
     {0},
 };
 
@@ -175,6 +180,15 @@ static int on_option(void *ctx, int opt, const char *v)
     case OPT_ALLOW_UNPROTECTED:
         a->allow_unprotected = true;
         return 0;
+    case OPT_PLOT:
+        a->plot = v;
+        return *v ? run_gnuplot_ready("run") : cmd_usage_error("run", "--plot '': not a file name");
+    case OPT_FOLDED:
+        /* The chains come from the tracer: 'vmstack trace' hands this on. */
+        if (!getenv("VMSTACK_RUN_TRACE"))
+            return cmd_usage_error("run", "--folded is an option of 'vmstack trace'");
+        a->folded = v;
+        return *v ? 0 : cmd_usage_error("trace", "--folded '': not a file name");
     }
     return CMD_USAGE;
 }
@@ -189,6 +203,9 @@ static int parse(int argc, char **argv, struct run_args *a)
         return rc;
     else if (a->prog >= argc)
         return cmd_usage_error("run", "no program given");
+    else if (a->json && (a->plot || a->folded))
+        return cmd_usage_error(a->folded ? "trace" : "run", "%s reads the text report: not with --json",
+                               a->folded ? "--folded" : "--plot");
     return 0;
 }
 
@@ -486,7 +503,8 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
         return CMD_FAIL;
     }
-    if (cmd_launch(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run", path, a.output ? output : NULL))
+    if (cmd_launch(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run", path, a.output ? output : NULL,
+                   &(struct run_post){ .folded = a.folded, .plot = a.plot, .prog = argv[a.prog] }))
         return CMD_FAIL;
     if (set_env(&a, path, preload, a.output ? output : NULL)) {
         fprintf(stderr, "vmstack run: out of memory for the environment\n");

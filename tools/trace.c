@@ -41,8 +41,12 @@ static void help(void)
            "                        by default only from modules built with -g\n"
            "  --json                the usage table and the chains as one JSON object\n"
            "                        (chains under \"trace\", frames unfolded)\n"
+           "  --folded FILE         also write every chain to FILE as folded stacks,\n"
+           "                        root first, weighted by bytes (\"a;b;c BYTES\": a\n"
+           "                        frame's width is its depth), for flamegraph.pl,\n"
+           "                        speedscope and other flame graph tools\n"
            "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
-           "  --allow-unprotected\n"
+           "  --allow-unprotected, --plot FILE.png\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
 }
@@ -71,7 +75,7 @@ static int check_args(const struct trace_args *a)
 }
 
 enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
-       OPT_ALLOW_UNPROTECTED };
+       OPT_ALLOW_UNPROTECTED, OPT_FOLDED, OPT_PLOT };
 
 /* Ours, then the options of 'run', which go on to it as they came. */
 static const struct option trace_options[] = {
@@ -84,6 +88,8 @@ static const struct option trace_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
     {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
+    {"folded", required_argument, NULL, OPT_FOLDED},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {0},
 };
 

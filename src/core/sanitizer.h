@@ -131,12 +131,17 @@ static inline bool vms__san_on_valgrind(void)
 
 /*
  * Valgrind: [base, base + size) is a stack.  Returns the registration + 1
- * (valgrind's ids start at 0), so that 0 can mean "not registered".
+ * (valgrind's ids start at 0), so that 0 can mean "not registered".  The
+ * end valgrind is given is base + size itself, as valgrind compares the
+ * stack pointer with it inclusively: a fiber's first stack pointer is the
+ * stack's top, and outside the stack valgrind would take the switch there
+ * for a frame popped off the previous stack, and mark what lies between
+ * the two (other fibers' stacks) inaccessible.
  */
 static inline unsigned vms__san_stack_register(void *base, size_t size)
 {
 #ifdef VMS_SAN_VALGRIND
-    return VALGRIND_STACK_REGISTER(base, (char *)base + size - 1) + 1;
+    return VALGRIND_STACK_REGISTER(base, (char *)base + size) + 1;
 #else
     (void)base, (void)size;
     return 0;
