@@ -42,7 +42,7 @@ neighbour)
             "$tmp/err" || fail "$mode: the runner not blamed: $(cat "$tmp/err")"
         grep -q "^vmstack: one frame jumped the guard: the access landed in the guard of thread 'good' (tid unknown), start routine good_thread+0x0/0x[0-9a-f]* \[run_overflow\] (stack is 0x[0-9a-f]*\.\.0x[0-9a-f]*), whose stack may be corrupted\$" \
             "$tmp/err" || fail "$mode: the neighbour not named: $(cat "$tmp/err")"
-        grep -qx "vmstack: aborting" "$tmp/err" || fail "$mode: last line: $(cat "$tmp/err")"
+        grep -qx "vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; vmstack run --stack-size sizes the stacks of threads that ask for no size" "$tmp/err" || fail "$mode: last line: $(cat "$tmp/err")"
     done
     ;;
 fds)
