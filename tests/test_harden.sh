@@ -107,7 +107,7 @@ env)
     if [ "$(id -u)" = 0 ]; then
         cp /bin/true "$tmp/suid"; chown nobody "$tmp/suid"; chmod 4755 "$tmp/suid"
         "$vmstack" run -- "$tmp/suid" 2> "$tmp/err"; rc=$?
-        [ "$rc" = 2 ] && grep -q 'is setuid or setgid' "$tmp/err" || fail "setuid: exit $rc: $(cat "$tmp/err")"
+        [ "$rc" = 2 ] && grep -q 'is set-user-ID: it runs in secure-execution mode' "$tmp/err" || fail "setuid: exit $rc: $(cat "$tmp/err")"
         "$vmstack" run --allow-unprotected -- "$tmp/suid" 2> "$tmp/err" || fail "setuid allowed: exit status"
         grep -q 'runs without vmstack' "$tmp/err" || fail "setuid allowed: $(cat "$tmp/err")"
     fi
