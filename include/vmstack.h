@@ -677,7 +677,11 @@ VMS_API int vms_thread_detach(pthread_t thread);
  *   vmstack:  ... N more frames of function+0xOFF/0xSIZE [module]
  *   vmstack:  ... N frames not shown ...
  *  [vmstack:  (unwinding failed)]
- *   vmstack: killed fiber 'NAME'          (or)    vmstack: aborting
+ *   vmstack: killed fiber 'NAME'
+ *     (or) vmstack: aborting: WHY; SETTING sizes ...   (never a bare "aborting": why the task is not
+ *          ended alone, and what sizes its kind of stack: ulimit -s for the main thread, the
+ *          pthread_attr_t or VMSTACK_STACK_SIZE for a thread, vmstack run --stack-size for a thread
+ *          of 'vmstack run', vms_fiber_opts.stack_size for a fiber, vms_stack_alloc's size for a stack)
  *     (or) vmstack: passing SIGSEGV to the program's own handler
  *     (or) vmstack: overflow inside FUNCTION (MODULE): killing the fiber could leave a lock held; aborting
  *     (or) vmstack: the call chain could not be followed to the fiber's start: killing the fiber could

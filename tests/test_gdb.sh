@@ -80,7 +80,8 @@ make_cores() {
   status=$?
   [ "$status" -eq 139 ] || fail "gdb_fibers overflow: exit status $status, not death by SIGSEGV (139)"
   grep -q "^vmstack: fiber 'overflow' (id [0-9]*) on thread" "$tmp/stderr" || fail "no overflow report"
-  grep -qx "vmstack: aborting" "$tmp/stderr" || fail "the report does not end in 'vmstack: aborting'"
+  grep -qx "vmstack: aborting: the overflow policy for fibers is abort (vms_set_overflow_policy); vms_fiber_opts.stack_size sizes a fiber's stack" "$tmp/stderr" ||
+    fail "the report does not end in why it aborts: $(cat "$tmp/stderr")"
   cores=$(kernel_core)
   if [ -n "$cores" ]; then
     echo "core file from the kernel: $cores"

@@ -442,7 +442,9 @@ static void callback(void)
     CHECK_TEXT(strncmp(c.text, "test: from the fd:\n", 19) == 0, c.text, "first report to the fd only");
     rest = check_report(c.text, 0, FIBER_TASK("kill-me", "hooked_fiber"), FRAME("recurse"), "^vmstack: killed fiber 'kill-me'$");
     CHECK_TEXT(*rest, c.text, "a second report");
-    check_report(c.text, 1, FIBER_TASK("abort-me", "deep_fiber"), FRAME("recurse"), "^vmstack: aborting$");
+    check_report(c.text, 1, FIBER_TASK("abort-me", "deep_fiber"), FRAME("recurse"),
+                 "^vmstack: aborting: the overflow policy for fibers is abort \\(vms_set_overflow_policy\\); "
+                 "vms_fiber_opts.stack_size sizes a fiber's stack$");
     CHECK_TEXT(!strstr(c.text, "test: survived"), c.text, "no survival");
     free(c.text);
 }

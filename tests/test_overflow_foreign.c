@@ -293,7 +293,9 @@ static void unattached(void)
     if (strstr(c.text, "test: alternate stack none"))
         CHECK_TEXT(!strstr(c.text, "vmstack: BUG"), c.text, "no report");
     else
-        check_report(c.text, 0, STACK_TASK("unattached"), FRAME("recurse"), "^vmstack: aborting$");
+        check_report(c.text, 0, STACK_TASK("unattached"), FRAME("recurse"),
+                     "^vmstack: aborting: the stack has no overflow handler to end its task "
+                     "\\(vms_stack_on_overflow\\); the size given to vms_stack_alloc sizes it$");
     free(c.text);
 }
 

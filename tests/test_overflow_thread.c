@@ -3,7 +3,7 @@
  * Threads on vmstack stacks that overflow: reported, then the process dies
  * by SIGSEGV as if unhandled (policy abort, the default for threads).
  *   abort        one thread, policy abort set explicitly: its report (thread
- *                name, tid, start routine), "aborting", death by SIGSEGV
+ *                name, tid, start routine), "aborting" and why, death by SIGSEGV
  *   default      the same with the default policy
  *   two_threads  two threads overflowing at the same moment: two whole
  *                reports, then death by SIGSEGV
@@ -24,6 +24,13 @@
 #define THREAD_TASK(name) \
     "^vmstack: thread '" name "' \\(tid " DEC "\\), start routine deep_thread\\+0x0/" HEX " \\[test_overflow_thread\\]$"
 #define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_thread\\]$"
+/* The last line of a thread's report: why it aborts, and what sizes the stack. */
+#define THREAD_ABORT                                                                                               \
+    "^vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; the stack size " \
+    "of its pthread_attr_t \\(else VMSTACK_STACK_SIZE\\) sizes its stack$"
+#define BARE_ABORT                                                                                                 \
+    "^vmstack: aborting: the stack has no overflow handler to end its task \\(vms_stack_on_overflow\\); the size " \
+    "given to vms_stack_alloc sizes it$"
 
 static pthread_barrier_t together;
 static int use_barrier;
@@ -61,7 +68,7 @@ static void check_abort(void *set_policy)
     child_run(&c, one_thread_child, set_policy);
     CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
-    check_report(c.text, 0, THREAD_TASK("deep-thread"), FRAME("recurse"), "^vmstack: aborting$");
+    check_report(c.text, 0, THREAD_TASK("deep-thread"), FRAME("recurse"), THREAD_ABORT);
     CHECK_TEXT(count_lines(c.text, FRAME("deep_thread")) == 1, c.text, "the start routine in the trace");
     CHECK_TEXT(!strstr(c.text, "test: the process survived"), c.text, "no survival");
     free(c.text);
@@ -98,7 +105,7 @@ static void two_threads(void)
     CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 2, c.text, "two reports");
     for (int i = 0; i < 2; i++)
-        check_report(c.text, i, THREAD_TASK("(left|right)"), FRAME("recurse"), "^vmstack: aborting$");
+        check_report(c.text, i, THREAD_TASK("(left|right)"), FRAME("recurse"), THREAD_ABORT);
     CHECK_TEXT(count_lines(c.text, THREAD_TASK("left")) == 1 && count_lines(c.text, THREAD_TASK("right")) == 1, c.text,
                "one report each");
     free(c.text);
@@ -161,7 +168,7 @@ static void foreign(void)
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
     check_report(c.text, 0,
                  "^vmstack: thread 'foreign' \\(tid " DEC "\\), start routine foreign_thread\\+0x0/" HEX " \\[test_overflow_thread\\]$",
-                 FRAME("recurse"), "^vmstack: aborting$");
+                 FRAME("recurse"), THREAD_ABORT);
     CHECK_TEXT(count_lines(c.text, "^vmstack: stack " FOREIGN_STACK_KIB " KiB, guard 64 KiB at " HEX "\\.\\." HEX "; sp is " DEC " bytes below the top$") == 1,
                c.text, "the registered geometry");
     free(c.text);
@@ -204,7 +211,7 @@ static void bare(void)
     CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
     check_report(c.text, 0, "^vmstack: a stack without a task, on thread '[^']*' \\(tid " DEC "\\)$", FRAME("recurse"),
-                 "^vmstack: aborting$");
+                 BARE_ABORT);
     free(c.text);
 }
 

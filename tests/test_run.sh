@@ -90,7 +90,8 @@ overflow)
     [ "$rc" = 139 ] || fail "exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
     for piece in 'vmstack: BUG: stack guard page was hit at 0x' \
                  "vmstack: thread 'overflower' (tid [0-9][0-9]*), start routine overflow_thread+0x0/" \
-                 'vmstack: stack 64 KiB, guard 64 KiB at 0x' 'bottomless+0x' 'vmstack: aborting'; do
+                 'vmstack: stack 64 KiB, guard 64 KiB at 0x' 'bottomless+0x' \
+                 "^vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; vmstack run --stack-size sizes the stacks of threads that ask for no size\$"; do
         grep -q "$piece" "$tmp/err" || fail "report lacks '$piece': $(cat "$tmp/err")"
     done
     # The main thread too: its stack from [stack] and RLIMIT_STACK.
@@ -98,6 +99,8 @@ overflow)
     [ "$rc" = 139 ] || fail "main: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
     grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "main: no report: $(cat "$tmp/err")"
     grep -q "vmstack: thread 'run_overflow' (tid [0-9]*)" "$tmp/err" || fail "main: no thread line: $(cat "$tmp/err")"
+    tail -n 1 "$tmp/err" | grep -qx "vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; ulimit -s sizes the main thread's stack" ||
+        fail "main: last line: $(cat "$tmp/err")"
     ;;
 threads100)
     "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_threads100" > "$tmp/out" || fail "exit status"

@@ -134,6 +134,36 @@ java_xcheck)
     same java
     ! grep -q 'Warning' "$tmp/java.plain.err" || fail "plain warns: $(cat "$tmp/java.plain.err")"
     ;;
+secure)
+    # Secure-execution programs, run by an unprivileged user: refused, naming the reason (the loader
+    # would drop the preload: silently unprotected otherwise); --allow-unprotected runs them as plain.
+    [ "$(id -u)" = 0 ] && command -v setcap > /dev/null && command -v setpriv > /dev/null ||
+        skip "needs root, setcap and setpriv"
+    chmod 755 "$tmp"
+    cp /bin/true "$tmp/cap" && setcap cap_net_raw+ep "$tmp/cap" || skip "setcap refused here"
+    cp /bin/true "$tmp/suid" && chmod 4755 "$tmp/suid"
+    cp /bin/true "$tmp/sgid" && chgrp root "$tmp/sgid" && chmod 2755 "$tmp/sgid"
+    for prog in cap suid sgid; do
+        case $prog in
+        cap) why='has file capabilities (security.capability)' ;;
+        suid) why='is set-user-ID' ;;
+        sgid) why='is set-group-ID' ;;
+        esac
+        for mode in run trace; do
+            setpriv --reuid=nobody --regid=nogroup --clear-groups "$vmstack" $mode -- "$tmp/$prog" \
+                > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "vmstack run: $tmp/$prog $why: it runs in secure-execution mode, where the dynamic loader ignores vmstack; --allow-unprotected runs it without vmstack (see 'vmstack run --help')" ] ||
+                fail "$mode $prog: exit $rc: $(cat "$tmp/err")"
+            setpriv --reuid=nobody --regid=nogroup --clear-groups "$vmstack" $mode --allow-unprotected -- "$tmp/$prog" \
+                > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = 0 ] && [ "$(cat "$tmp/err")" = "vmstack run: $tmp/$prog $why: it runs without vmstack" ] ||
+                fail "$mode $prog --allow-unprotected: exit $rc: $(cat "$tmp/err")"
+        done
+    done
+    # Root gets no secure execution from file capabilities: it runs under vmstack.
+    "$vmstack" run --output "$tmp/table" -- "$tmp/cap" 2> "$tmp/err" && [ -s "$tmp/table" ] ||
+        fail "root: $(cat "$tmp/err")"
+    ;;
 small_stack)
     # The launcher runs where the program does: under 'ulimit -s 16', every frame of its own under 4 KiB.
     # (Static functions inlined into cmd_run count in its frame.)  A small environment: with a large

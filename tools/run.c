@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define PRELOAD_NAME "libvmstack-preload.so"
@@ -51,10 +52,11 @@ static void help(void)
            "  --output FILE         the table replaces FILE (default: stderr)\n"
            "  --report-signal SIG   also print the table on signal SIG (e.g. USR1); the\n"
            "                        program only, not the processes it starts\n"
-           "  --allow-unprotected   run a setuid or setgid program anyway, without\n"
-           "                        vmstack (the dynamic loader ignores LD_PRELOAD there)\n"
+           "  --allow-unprotected   run a setuid, setgid or file-capability program\n"
+           "                        anyway, without vmstack (the dynamic loader ignores\n"
+           "                        LD_PRELOAD in secure-execution mode)\n"
            "  --plot FILE.png       also draw each thread's peak against its stack size\n"
-           "                        with gnuplot (the program then runs as a child)\n\n"
+           "                        with gnuplot\n\n"
            "SIZE takes a K, M or G suffix and is a multiple of the page size.  Every\n"
            "VMSTACK_* variable of the environment is checked before the program starts.\n"
            "man vmstack-run(1) has the details.\n");
@@ -268,15 +270,25 @@ static int check_environment(const char *sub)
 }
 
 /*
- * A setuid or setgid program runs with AT_SECURE, and the dynamic loader
- * then ignores LD_PRELOAD: it would run without vmstack, silently.
+ * Why the program would run in secure-execution mode (AT_SECURE), in which
+ * the dynamic loader ignores LD_PRELOAD, so that it would run without
+ * vmstack, silently; NULL when it would not: a set-user-ID or
+ * set-group-ID file that changes our ids, or file capabilities (the
+ * security.capability attribute), which give AT_SECURE to anyone but root.
  */
-static bool runs_setid(const char *path)
+static const char *secure_execution(const char *path)
 {
     struct stat sb;
 
-    return stat(path, &sb) == 0 && (((sb.st_mode & S_ISUID) && sb.st_uid != geteuid()) ||
-                                    ((sb.st_mode & S_ISGID) && sb.st_gid != getegid()));
+    if (stat(path, &sb))
+        return NULL;
+    if ((sb.st_mode & S_ISUID) && sb.st_uid != geteuid())
+        return "is set-user-ID";
+    if ((sb.st_mode & S_ISGID) && sb.st_gid != getegid())
+        return "is set-group-ID";
+    if (geteuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+        return "has file capabilities (security.capability)";
+    return NULL;
 }
 
 /* ---- checking the program ---- */
@@ -485,11 +497,11 @@ int cmd_run(int argc, char **argv)
         return cmd_usage_error("run", "%s %s", path, why);
     if ((rc = check_environment(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run")))
         return rc;
-    if (runs_setid(path)) {
+    if ((why = secure_execution(path))) {
         if (!a.allow_unprotected)
-            return cmd_usage_error("run", "%s is setuid or setgid: the dynamic loader would ignore vmstack; "
-                                          "--allow-unprotected runs it without vmstack", path);
-        fprintf(stderr, "vmstack run: %s is setuid or setgid: it runs without vmstack\n", path);
+            return cmd_usage_error("run", "%s %s: it runs in secure-execution mode, where the dynamic loader "
+                                          "ignores vmstack; --allow-unprotected runs it without vmstack", path, why);
+        fprintf(stderr, "vmstack run: %s %s: it runs without vmstack\n", path, why);
         execv(path, argv + a.prog);
         fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
         return CMD_FAIL;

@@ -481,6 +481,23 @@ static void put_kill_refusal(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, " could leave a lock held; aborting\n");
 }
 
+/*
+ * "a thread cannot be killed alone" and what sizes its stack: the main
+ * thread's is RLIMIT_STACK; a thread of 'vmstack run' (owner set) that
+ * asks for no size gets --stack-size; others the size they were created
+ * with.
+ */
+static void put_thread_abort(struct vms_sbuf *b, const struct vms_task *t)
+{
+    vms__sb_str(b, "a thread cannot be killed alone without risking the rest of the process; ");
+    if (t->id == (uint64_t)getpid())
+        vms__sb_str(b, "ulimit -s sizes the main thread's stack\n");
+    else if (t->owner)
+        vms__sb_str(b, "vmstack run --stack-size sizes the stacks of threads that ask for no size\n");
+    else
+        vms__sb_str(b, "the stack size of its pthread_attr_t (else VMSTACK_STACK_SIZE) sizes its stack\n");
+}
+
 /* Why a task the policy says to kill is aborted instead. */
 static void put_unkillable(struct vms_sbuf *b, const struct vms_task *t)
 {
@@ -498,7 +515,37 @@ static void put_unkillable(struct vms_sbuf *b, const struct vms_task *t)
         vms__sb_str(b, "' has no overflow handler to end it (vms_stack_on_overflow)\n");
         break;
     default:
-        vms__sb_str(b, "a thread cannot be killed alone\n");
+        put_thread_abort(b, t);
+        break;
+    }
+}
+
+/*
+ * The plain abort: why the task is not ended alone, and the setting that
+ * sizes its kind of stack, which is what to raise.
+ */
+static void put_abort(struct vms_sbuf *b, const struct vms_task *t)
+{
+    switch (t->kind) {
+    case VMS_TASK_FIBER:
+        vms__sb_str(b, "vmstack: aborting: the overflow policy for fibers is abort (vms_set_overflow_policy); "
+                       "vms_fiber_opts.stack_size sizes a fiber's stack\n");
+        break;
+    case VMS_TASK_NONE:
+    case VMS_TASK_STACK:
+        vms__sb_str(b, t->on_overflow ? "vmstack: aborting: the overflow policy for stacks is abort "
+                                        "(vms_set_overflow_policy); "
+                                      : "vmstack: aborting: the stack has no overflow handler to end its task "
+                                        "(vms_stack_on_overflow); ");
+        vms__sb_str(b, "the size given to vms_stack_alloc sizes it\n");
+        break;
+    case VMS_TASK_ALTSTACK:
+        vms__sb_str(b, "vmstack: aborting: a signal handler overflowed the thread's alternate signal stack, "
+                       "which cannot be ended alone\n");
+        break;
+    default:
+        vms__sb_str(b, "vmstack: aborting: ");
+        put_thread_abort(b, t);
         break;
     }
 }
@@ -524,7 +571,7 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
         vms__sb_str(b, f->signo == SIGBUS ? "vmstack: passing SIGBUS to the program's own handler\n"
                                           : "vmstack: passing SIGSEGV to the program's own handler\n");
     } else {
-        vms__sb_str(b, "vmstack: aborting\n");
+        put_abort(b, &f->owner);
     }
 }
 

@@ -209,7 +209,7 @@ static bool zero_below(char *lo, char *below)
 /* A stack vmstack did not allocate: find it (glibc's) and register it for fault classification. */
 static void foreign_stack_started(struct run_thread *t, char *frame)
 {
-    struct vms_task task = { .kind = VMS_TASK_THREAD, .id = (uint64_t)t->tid, .start = (void *)t->fn };
+    struct vms_task task = { .kind = VMS_TASK_THREAD, .id = (uint64_t)t->tid, .start = (void *)t->fn, .owner = t };
     pthread_attr_t a;
 
     if (!t->user_stack && pthread_getattr_np(pthread_self(), &a) == 0) {
