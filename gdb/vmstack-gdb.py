@@ -30,10 +30,24 @@ import struct
 import gdb
 import gdb.unwinder
 
-# The saved context of a fiber that switched away (src/task/switch-x86_64.S),
-# from its saved stack pointer up: MXCSR and x87 control word, r12, r13, r14,
-# r15, rbx, rbp, return address.
-SWITCH_FRAME = ("mxcsr", "r12", "r13", "r14", "r15", "rbx", "rbp", "rip")
+# The saved context of a fiber that switched away (src/arch/*/switch.S), per
+# architecture: its words from the saved stack pointer up (None: not a
+# register gdb restores), and the pc and sp register names.  x86-64: MXCSR
+# and x87 control word, r12-r15, rbx, rbp, return address.  aarch64: d8-d15,
+# x19-x28, x29, x30 (the return address), FPCR and padding.
+SWITCH_FRAMES = {
+    "i386:x86-64": ((None, "r12", "r13", "r14", "r15", "rbx", "rbp", "rip"), "rip", "rsp"),
+    "aarch64": (("d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "x19", "x20", "x21", "x22", "x23",
+                 "x24", "x25", "x26", "x27", "x28", "x29", "pc", None, None), "pc", "sp"),
+}
+
+
+def _arch():
+    """The saved-frame layout and the pc and sp names of the inferior's architecture."""
+    name = gdb.selected_inferior().architecture().name()
+    if name not in SWITCH_FRAMES:
+        raise VmsError("architecture %s: vmstack's extension knows x86-64 and aarch64" % name)
+    return SWITCH_FRAMES[name]
 # Frames of vmstack's own scheduler, skipped for a fiber's "current frame".
 OWN_FRAME_PREFIXES = ("vms_", "vms__")
 # How many lines of backtrace `vmstack-fiber` and `--group` print at most.
@@ -273,8 +287,9 @@ class FiberUnwinder(gdb.unwinder.Unwinder):
     def __call__(self, pending):
         if self.regs is None:
             return None
-        pc = pending.read_register("rip")
-        sp = pending.read_register("rsp")
+        _, pc_name, sp_name = _arch()
+        pc = pending.read_register(pc_name)
+        sp = pending.read_register(sp_name)
         if (int(pc), int(sp)) != self.at:
             return None
         # A stack address below any fiber's: gdb then takes the fiber's
@@ -290,9 +305,11 @@ gdb.unwinder.register_unwinder(None, _unwinder, replace=True)
 
 
 def saved_context(inf, f):
-    words = struct.unpack("<8Q", bytes(inf.read_memory(f.sp, 64)))
-    regs = dict(zip(SWITCH_FRAME[1:], words[1:]))
-    regs["rsp"] = f.sp + 64  # after the return
+    frame, _, sp_name = _arch()
+    n = len(frame)
+    words = struct.unpack("<%dQ" % n, bytes(inf.read_memory(f.sp, 8 * n)))
+    regs = {reg: w for reg, w in zip(frame, words) if reg is not None}
+    regs[sp_name] = f.sp + 8 * n  # after the return
     return regs
 
 
@@ -317,7 +334,8 @@ class FiberFrames:
         while inner.type() == gdb.INLINE_FRAME and inner.older() is not None:
             inner = inner.older()
         first = inner.level() + 1
-        _unwinder.at = (int(inner.read_register("rip")), int(inner.read_register("rsp")))
+        _, pc_name, sp_name = _arch()
+        _unwinder.at = (int(inner.read_register(pc_name)), int(inner.read_register(sp_name)))
         _unwinder.regs = saved_context(self.inf, self.f)
         gdb.invalidate_cached_frames()
         return first
@@ -423,7 +441,7 @@ def running_frames(f):
     frames = frames_from(0)
     for i, frame in enumerate(frames):
         try:
-            sp = int(frame.read_register("rsp"))
+            sp = int(frame.read_register(_arch()[2]))
         except gdb.error:
             continue
         if f.base <= sp <= f.base + f.size:
