@@ -37,11 +37,25 @@ import struct
 import gdb
 import gdb.unwinder
 
-# The saved context of a fiber that switched away (src/task/switch-x86_64.S),
-# for a library without vms_debug_table: its size, the stack pointer's and
-# program counter's names, and where each register is saved from the saved
-# stack pointer up (MXCSR and x87 control word at 0).
-SWITCH_FRAME = (64, "rsp", "rip", {"r12": 8, "r13": 16, "r14": 24, "r15": 32, "rbx": 40, "rbp": 48, "rip": 56})
+# The saved context of a fiber that switched away (src/arch/*/switch.S), per
+# architecture, for a library without vms_debug_table: its size, the stack
+# pointer's and program counter's names, and where each register is saved
+# from the saved stack pointer up.  x86-64: MXCSR and x87 control word at 0,
+# r12-r15, rbx, rbp, the return address.  aarch64: d8-d15, x19-x28, x29,
+# x30 (the return address), FPCR and padding.
+SWITCH_FRAMES = {
+    "i386:x86-64": (64, "rsp", "rip", {"r12": 8, "r13": 16, "r14": 24, "r15": 32, "rbx": 40, "rbp": 48, "rip": 56}),
+    "aarch64": (176, "sp", "pc", dict([("d%d" % (8 + i), 8 * i) for i in range(8)] +
+                                      [("x%d" % (19 + i), 64 + 8 * i) for i in range(11)] + [("pc", 152)])),
+}
+
+
+def _default_frame():
+    """The saved-frame layout of the inferior's architecture, when the library has no table."""
+    name = gdb.selected_inferior().architecture().name()
+    if name not in SWITCH_FRAMES:
+        raise VmsError("architecture %s: vmstack's extension knows x86-64 and aarch64" % name)
+    return SWITCH_FRAMES[name]
 # Frames of vmstack's own scheduler, skipped for a fiber's "current frame".
 OWN_FRAME_PREFIXES = ("vms_", "vms__")
 # How many lines of backtrace `vmstack-fiber` and `--group` print at most.
@@ -111,7 +125,7 @@ class Layout:
     the rest the same way."""
 
     def __init__(self, inf):
-        self.frame = SWITCH_FRAME
+        self.frame = _default_frame()
         self.table = None
         addr = _address_of("vms_debug_table")
         if addr is not None:
@@ -411,8 +425,8 @@ _unwinder = FiberUnwinder()
 gdb.unwinder.register_unwinder(None, _unwinder, replace=True)
 
 
-# The saved frame's description (SWITCH_FRAME's form) of the last command's library.
-_frame = SWITCH_FRAME
+# The saved frame's description (SWITCH_FRAMES' form) of the last command's library.
+_frame = SWITCH_FRAMES["i386:x86-64"]
 
 
 def saved_context(inf, f):

@@ -123,8 +123,14 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
         *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
         return NULL;
     }
+    /* Larger pages (16 or 64 KiB on arm64): a class is whole pages, so that its guards are too. */
+    size = (size + vms__g.page - 1) & ~(vms__g.page - 1);
     if (!guard_size || vms__g.mode == VMS_GUARD_NONE)
         guard_size = vms__g.cfg.guard_size;
+    if (guard_size % vms__g.page) {
+        *err = vms__fail(EINVAL, "guard size %zu: not a multiple of the page size (%zu)", guard_size, vms__g.page);
+        return NULL;
+    }
     if (!(r = find_region(size, guard_size))) {
         pthread_mutex_lock(&vms__g.lock);
         r = find_region(size, guard_size);
