@@ -142,6 +142,8 @@ unsigned long vms__trace_quiet(void);
 /* Copies of the frame warnings so far. */
 size_t vms__trace_warnings(struct vms_trace_warn **out);
 const struct vms_trace_opts *vms__trace_options(void);
+/* The pid that ptraced the process when tracing began (no tripwires then: depths from the dead stack), or 0. */
+int vms__trace_tracer(void);
 
 /* tracetable.c: the report, in the kernel's format. */
 void vms__trace_format(FILE *f, const char *why);
