@@ -757,7 +757,7 @@ static bool recorded_deepest(struct dead *d, uintptr_t *w)
 /* The function a call that returns to ret (stored at at) went to; for an indirect one, what the tripwires saw there. */
 static uintptr_t callee_of(const struct dead *d, uintptr_t ret, uintptr_t at)
 {
-    uintptr_t fn = call_target(d, ret);
+    uintptr_t fn = is_code(d, ret - 8, 8) ? call_target(d, ret) : 0;
     long m;
 
     if (!fn && (m = rec_at(d, at + sizeof(uintptr_t))) >= 0 && (uint32_t)m + 1 < d->nrec && d->rec[m].ip == ret)
@@ -845,8 +845,9 @@ static void recorded_callers(struct dead *d)
  * reach are stale words of earlier, shallower calls that a large frame
  * left in place; when none reaches, the frames at the deepest point were
  * overwritten by a later, shallower call.  *first: the lowest return
- * address seen (0: none).  Stops at a pointer into JIT code: the frames
- * from there up are the virtual machine's, which nothing here can unwind.
+ * address seen (0: none).  Stops at a pointer into JIT code (unless the
+ * tripwires saw the call it returns from): the frames from there up are
+ * the virtual machine's, which nothing here can unwind.
  */
 static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_t *first, uintptr_t *callee)
 {
@@ -855,13 +856,10 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
     *first = 0;
     for (*at = *w & ~(uintptr_t)7; *at < d->clobbered && ok && !out_of_time(d); *at += sizeof(uintptr_t)) {
         uintptr_t ret = word(d, *at, &ok), fn, frame, low;
-        if (is_jit(d, ret)) {
-            d->stopped = true;
-            return false;
-        }
-        if (!is_return_address(d, ret))
+        bool jit = is_jit(d, ret);
+        if (!jit && !is_return_address(d, ret))
             continue;
-        if (!*first)
+        if (!jit && !*first)
             *first = *at;
         fn = callee_of(d, ret, *at);
         frame = fn ? frame_of(d, fn) : 0;
@@ -877,6 +875,10 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
                 *w = low;
             return true;
         }
+        if (jit) {
+            d->stopped = true;
+            return false;
+        }
     }
     return false;
 }
@@ -887,8 +889,14 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
     bool ok = true;
 
     if (!deepest_return(d, &w, &at, &first, &callee)) {
-        if (!d->stopped && recorded_deepest(d, &w))
+        if (recorded_deepest(d, &w)) {
+            if (d->stopped) {
+                /* What the tripwires saw: nothing on the dead stack said how it went on. */
+                *partial = true;
+                *gap = d->n;
+            }
             return;
+        }
         *partial = true;
         if (!first) {
             /* No return address below our own frames (or only JIT code): all we know is the depth. */
