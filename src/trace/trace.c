@@ -48,7 +48,9 @@
  * vms__trace_prefault.  A signal delivered on the stack when its frame
  * would overlap the window cannot be delivered: the kernel sends SIGSEGV
  * (SI_KERNEL) instead; the window is moved clear and a warning says that
- * a signal was lost.
+ * a signal was lost.  A process ptraced when tracing starts gets no
+ * tripwires (a debugger would stop at each): its depths come from the
+ * dead-stack scan alone.
  *
  * The handler is async-signal-safe: syscalls (madvise, mprotect, write),
  * libunwind's local unwinding, the symbol snapshot, atomics; no malloc,
