@@ -90,7 +90,8 @@ static uintptr_t lowest_resident(uintptr_t lo, uintptr_t below)
     return low;
 }
 
-uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
+/* Reads dead stack, below every frame: valgrind is told not to report it. */
+static uintptr_t lowest_word(uintptr_t lo, uintptr_t below)
 {
     uintptr_t pg = vms__g.page, p = lowest_resident(lo, below), hit;
     unsigned char vec[MINCORE_PAGES];
@@ -104,16 +105,21 @@ uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
         p += sizeof(uint64_t);
     while (p < below) {
         uintptr_t page = p & ~(pg - 1), end = page + pg < below ? page + pg : below;
-        if (resident(page, vec, 1) && (vec[0] & 1)) {
-            vms__san_quiet_begin();
-            hit = first_nonzero(p, end);
-            vms__san_quiet_end();
-            if (hit)
-                return hit;
-        }
+        if (resident(page, vec, 1) && (vec[0] & 1) && (hit = first_nonzero(p, end)))
+            return hit;
         p = end;
     }
     return 0;
+}
+
+uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
+{
+    uintptr_t w;
+
+    vms__san_quiet_begin();
+    w = lowest_word(lo, below);
+    vms__san_quiet_end();
+    return w;
 }
 
 void vms__dead_zero(uintptr_t lo, uintptr_t below)
@@ -124,6 +130,7 @@ void vms__dead_zero(uintptr_t lo, uintptr_t below)
         return;
     a = (w + pg - 1) & ~(pg - 1);
     b = below & ~(pg - 1);
+    vms__san_quiet_begin(); /* below every frame: valgrind would report each write */
     if (b > a) {
         /* Whole pages go back to the kernel, which gives them back zero-filled. */
         madvise((void *)a, b - a, MADV_DONTNEED);
@@ -132,6 +139,7 @@ void vms__dead_zero(uintptr_t lo, uintptr_t below)
     } else {
         memset((void *)w, 0, below - w);
     }
+    vms__san_quiet_end();
 }
 
 /* ---- running on the alternate signal stack ---- */

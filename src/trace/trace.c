@@ -58,6 +58,7 @@
  */
 #include "fault/fault.h"
 #include "trace/trace.h"
+#include "core/sanitizer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -132,6 +133,7 @@ struct warn_slot {
 
 _Atomic int vms__trace_armed;
 static int tracer;               /* the pid ptracing the process when tracing was configured; 0: none */
+static bool on_valgrind;         /* valgrind runs the process: it reports every read of a tripwire's neighbours */
 static struct vms_trace_opts opts;
 static struct task *tasks;       /* TASKS_MAX, mmap'd when configured */
 static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
@@ -614,6 +616,11 @@ int vms__trace_tracer(void)
     return tracer;
 }
 
+bool vms__trace_on_valgrind(void)
+{
+    return on_valgrind;
+}
+
 int vms__trace_configure(const struct vms_trace_opts *o)
 {
     size_t bytes = TASKS_MAX * sizeof *tasks + WARN_MAX * sizeof *warns;
@@ -637,6 +644,7 @@ int vms__trace_configure(const struct vms_trace_opts *o)
         warns = (struct warn_slot *)(p + TASKS_MAX * sizeof *tasks);
         opts = *o;
         tracer = tracer_pid();
+        on_valgrind = vms__san_on_valgrind();
         atomic_store_explicit(&vms__fiber_start_hook, vms__trace_fiber_start, memory_order_relaxed);
         atomic_store_explicit(&vms__fiber_end_hook, vms__trace_fiber_end, memory_order_relaxed);
         atomic_store_explicit(&vms__fault_tripwire_hook, vms__trace_fault, memory_order_release);
@@ -726,7 +734,7 @@ static void task_start(struct task *t, uintptr_t floor, uintptr_t top)
     t->floor = floor;
     vms__dead_zero(t->lo, floor);
     atomic_store_explicit(&t->state, LIVE, memory_order_release);
-    if (!tracer && window_bottom(t, top) && wire_install(t, top) == 0)
+    if (!tracer && !on_valgrind && window_bottom(t, top) && wire_install(t, top) == 0)
         atomic_store_explicit(&t->wire, top, memory_order_release);
 }
 
@@ -933,8 +941,10 @@ __attribute__((noinline, no_sanitize_address)) void vms__trace_prefault(void)
     const volatile char *frame = __builtin_frame_address(0);
 
     /* Downwards, a line at a time: never past the window without touching it. */
+    vms__san_quiet_begin();
     for (size_t i = 64; i <= PREFAULT_BYTES; i += 64)
         (void)frame[-(ptrdiff_t)i];
+    vms__san_quiet_end();
 }
 
 /* ---- results ---- */

@@ -147,6 +147,8 @@ size_t vms__trace_warnings(struct vms_trace_warn **out);
 const struct vms_trace_opts *vms__trace_options(void);
 /* The pid that ptraced the process when tracing began (no tripwires then: depths from the dead stack), or 0. */
 int vms__trace_tracer(void);
+/* Whether valgrind runs the process (no tripwires either: depths from the dead stack). */
+bool vms__trace_on_valgrind(void);
 
 /* tracetable.c: the report, in the kernel's format. */
 void vms__trace_format(FILE *f, const char *why);

@@ -340,6 +340,9 @@ void vms__trace_format(FILE *f, const char *why)
         fprintf(f, "no tripwires: the process is ptraced (by pid %d), where each would stop it; depths and "
                    "chains come from the dead stacks of ended tasks alone\n",
                 vms__trace_tracer());
+    else if (vms__trace_on_valgrind())
+        fprintf(f, "no tripwires: the process runs under valgrind; depths and chains come from the dead stacks "
+                   "of ended tasks alone\n");
     if (n) {
         fprintf(f, "overall deepest: ");
         put_task(f, z, &c[0].who, c[0].main);
