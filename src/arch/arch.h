@@ -52,16 +52,21 @@ void vms__uc_redirect(ucontext_t *uc, uintptr_t top, void (*fn)(int), int arg);
 /*
  * callsite.c: the dead-stack scan's rules.  The caller has checked that the
  * VMS_CALL_BEFORE bytes before ret are code.  vms__arch_after_call: ret
- * follows a call instruction.  vms__arch_call_target: the function a
- * direct call returning to ret went to (through its PLT stub when is_code
- * says the stub is code), 0 for an indirect call.
+ * follows a call instruction; vms__arch_after_indirect_call: an indirect
+ * one.  vms__arch_call_target: the function a direct call returning to ret
+ * went to (through its PLT stub when is_code(ctx, ...) says the stub is
+ * code), 0 for an indirect call.  vms__arch_jumps_to: whether the size
+ * bytes of code at fn (checked by the caller) hold a jump to entry, a tail
+ * call; searched, not decoded, so a stray match is possible.
  * vms__arch_fp_prologue_frame: the fixed frame of a function at entry that
  * sets up a frame pointer, decoded from its first VMS_PROLOGUE_BYTES
  * (checked to be code by the caller), where its call-frame information
  * stops following the stack pointer; 0 when unknown.
  */
 bool vms__arch_after_call(uintptr_t ret);
-uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t));
+bool vms__arch_after_indirect_call(uintptr_t ret);
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx);
+bool vms__arch_jumps_to(uintptr_t fn, size_t size, uintptr_t entry);
 uintptr_t vms__arch_fp_prologue_frame(uintptr_t entry);
 
 #endif

@@ -25,12 +25,14 @@
 #include "trace/dw.h"
 
 #include <dwarf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MINCORE_PAGES 64
@@ -40,6 +42,7 @@
 #define TOP_SLACK 64           /* a fiber's first frame: its zero return address this near the top */
 #define RED_ZONE VMS_ARCH_RED_ZONE /* what a leaf function may use below its stack pointer */
 #define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
+#define SCAN_BUDGET_MS 200     /* a task's scan gives up after this long: a chain cut short, never a stalled exit */
 
 enum { DW_RBP = VMS_DW_FP, DW_RSP = VMS_DW_SP, DW_RA = VMS_DW_RA };
 
@@ -88,7 +91,8 @@ static uintptr_t lowest_resident(uintptr_t lo, uintptr_t below)
     return low;
 }
 
-uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
+/* Reads dead stack, below every frame: valgrind is told not to report it. */
+static uintptr_t lowest_word(uintptr_t lo, uintptr_t below)
 {
     uintptr_t pg = vms__g.page, p = lowest_resident(lo, below), hit;
     unsigned char vec[MINCORE_PAGES];
@@ -102,16 +106,21 @@ uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
         p += sizeof(uint64_t);
     while (p < below) {
         uintptr_t page = p & ~(pg - 1), end = page + pg < below ? page + pg : below;
-        if (resident(page, vec, 1) && (vec[0] & 1)) {
-            vms__san_quiet_begin();
-            hit = first_nonzero(p, end);
-            vms__san_quiet_end();
-            if (hit)
-                return hit;
-        }
+        if (resident(page, vec, 1) && (vec[0] & 1) && (hit = first_nonzero(p, end)))
+            return hit;
         p = end;
     }
     return 0;
+}
+
+uintptr_t vms__dead_lowest(uintptr_t lo, uintptr_t below)
+{
+    uintptr_t w;
+
+    vms__san_quiet_begin();
+    w = lowest_word(lo, below);
+    vms__san_quiet_end();
+    return w;
 }
 
 void vms__dead_zero(uintptr_t lo, uintptr_t below)
@@ -122,6 +131,7 @@ void vms__dead_zero(uintptr_t lo, uintptr_t below)
         return;
     a = (w + pg - 1) & ~(pg - 1);
     b = below & ~(pg - 1);
+    vms__san_quiet_begin(); /* below every frame: valgrind would report each write */
     if (b > a) {
         /* Whole pages go back to the kernel, which gives them back zero-filled. */
         madvise((void *)a, b - a, MADV_DONTNEED);
@@ -130,6 +140,7 @@ void vms__dead_zero(uintptr_t lo, uintptr_t below)
     } else {
         memset((void *)w, 0, below - w);
     }
+    vms__san_quiet_end();
 }
 
 /* ---- running on the alternate signal stack ---- */
@@ -153,55 +164,203 @@ void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
     vms__call_on_stack((void *)top, fn, arg, sp);
 }
 
-/* ---- the process's code: executable segments and call-frame information ---- */
+/* ---- the process's code, as it is when a scan begins ---- */
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Free in a child after fork, where a thread that ends scans its dead stack too (core/fork.c). */
-__attribute__((constructor)) static void lock_at_fork(void)
-{
-    vms__fork_mutex(VMS_FORK_TRACE_CODE, &lock);
-}
-
-static struct seg {
+struct range {
     uintptr_t lo, hi;
-} segs[SEGS_MAX];
-static size_t nsegs;
-static Dwfl *dwfl;
+};
 
-static int add_segs(struct dl_phdr_info *info, size_t size, void *unused)
+/* One scan: the stack, the chain being built, the process's code. */
+struct dead {
+    uintptr_t lo, hi, clobbered;
+    const struct vms_trace_frame *rec; /* outermost first */
+    uint32_t nrec;
+    struct vms_trace_frame *f;
+    uint32_t n, cap;
+    struct range *segs;                /* the modules' executable segments */
+    size_t nsegs;
+    struct range *exec;                /* every executable mapping: code outside the segments is JIT-compiled */
+    size_t nexec;
+    struct timespec deadline;          /* the scan gives up here: its task's share of the process's time */
+    bool refreshed;                    /* the modules were reported to libdwfl again during this scan */
+    bool stopped;                      /* gave up: JIT code, or out of time */
+};
+
+static int add_segs(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    (void)size, (void)unused;
-    for (int i = 0; i < info->dlpi_phnum && nsegs < SEGS_MAX; i++) {
+    struct dead *d = arg;
+
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum && d->nsegs < SEGS_MAX; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         if (p->p_type == PT_LOAD && (p->p_flags & PF_X))
-            segs[nsegs++] = (struct seg){info->dlpi_addr + p->p_vaddr, info->dlpi_addr + p->p_vaddr + p->p_memsz};
+            d->segs[d->nsegs++] =
+                (struct range){info->dlpi_addr + p->p_vaddr, info->dlpi_addr + p->p_vaddr + p->p_memsz};
     }
     return 0;
 }
 
 /* Whether [a, a + n) is code of a loaded module. */
-static bool is_code(uintptr_t a, size_t n)
+static bool is_code(const struct dead *d, uintptr_t a, size_t n)
 {
-    for (size_t i = 0; i < nsegs; i++)
-        if (a >= segs[i].lo && a < segs[i].hi && n <= segs[i].hi - a)
+    for (size_t i = 0; i < d->nsegs; i++)
+        if (a >= d->segs[i].lo && a < d->segs[i].hi && n <= d->segs[i].hi - a)
             return true;
     return false;
 }
 
-/* Whether v is a return address: in code, right after a call instruction. */
-static bool is_return_address(uintptr_t v)
+/* The executable ranges of one "lo-hi perms ..." line of /proc/self/maps. */
+static void exec_line(struct dead *d, const char *l, size_t *cap)
 {
-    return is_code(v - VMS_CALL_BEFORE, VMS_CALL_BEFORE) && vms__arch_after_call(v);
+    char *e;
+    uintptr_t lo = strtoul(l, &e, 16), hi;
+
+    if (*e != '-')
+        return;
+    hi = strtoul(e + 1, &e, 16);
+    if (e[0] != ' ' || !e[1] || !e[2] || e[3] != 'x')
+        return;
+    if (d->nexec == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        struct range *r = realloc(d->exec, c * sizeof *r);
+        if (!r)
+            return;
+        d->exec = r;
+        *cap = c;
+    }
+    d->exec[d->nexec++] = (struct range){lo, hi};
+}
+
+/*
+ * Every executable mapping of the process.  The loader knows only the
+ * modules; a virtual machine's compiled code (the JVM's, V8's) is in
+ * anonymous executable mappings, where there is no call-frame
+ * information to unwind by.
+ */
+static void read_exec(struct dead *d)
+{
+    char buf[4096];
+    size_t have = 0, cap = 0;
+    ssize_t got;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    while ((got = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
+        char *l = buf, *nl;
+        have += (size_t)got;
+        buf[have] = 0;
+        while ((nl = strchr(l, '\n'))) {
+            *nl = 0;
+            exec_line(d, l, &cap);
+            l = nl + 1;
+        }
+        have -= (size_t)(l - buf);
+        memmove(buf, l, have);
+        if (have == sizeof buf - 1)
+            have = 0; /* a line longer than the buffer: a path, after the fields read */
+    }
+    close(fd);
+}
+
+/* Whether v points into compiled code that is in no module (JIT). */
+static bool is_jit(const struct dead *d, uintptr_t v)
+{
+    for (size_t i = 0; i < d->nexec; i++)
+        if (v >= d->exec[i].lo && v < d->exec[i].hi)
+            return !is_code(d, v, 1);
+    return false;
+}
+
+/* Whether the scan's time is up; it then stops for good. */
+static bool out_of_time(struct dead *d)
+{
+    struct timespec now;
+
+    if (!d->stopped) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        d->stopped = now.tv_sec > d->deadline.tv_sec ||
+                     (now.tv_sec == d->deadline.tv_sec && now.tv_nsec >= d->deadline.tv_nsec);
+    }
+    return d->stopped;
+}
+
+/* Whether an indirect call ends at v, in code. */
+static bool after_indirect_call(const struct dead *d, uintptr_t v)
+{
+    return is_code(d, v - VMS_CALL_BEFORE, VMS_CALL_BEFORE) && vms__arch_after_indirect_call(v);
+}
+
+/* Whether v is a return address: in code, right after a call instruction. */
+static bool is_return_address(const struct dead *d, uintptr_t v)
+{
+    return is_code(d, v - VMS_CALL_BEFORE, VMS_CALL_BEFORE) && vms__arch_after_call(v);
+}
+
+/* is_code for the architecture's call-site rules, which know the scan only as ctx. */
+static bool is_code_of(const void *ctx, uintptr_t a, size_t n)
+{
+    return is_code(ctx, a, n);
 }
 
 /*
  * The function a direct call that returns to ret went to, through a PLT
  * stub when there is one; 0 for an indirect call.
  */
-static uintptr_t call_target(uintptr_t ret)
+static uintptr_t call_target(const struct dead *d, uintptr_t ret)
 {
-    return vms__arch_call_target(ret, is_code);
+    return vms__arch_call_target(ret, is_code_of, d);
+}
+
+/*
+ * Whether the function at fn jumps to entry: a tail call (an unconditional
+ * or conditional jump, vms__arch_jumps_to), so that a frame of entry's
+ * sits right below the frame that called fn.  Its bytes are searched, not
+ * decoded: a stray match only keeps a frame that is checked no further.
+ */
+static bool tail_calls(const struct dead *d, uintptr_t fn, uintptr_t entry)
+{
+    struct vms_symres s;
+
+    vms__symbols_lookup(fn, &s);
+    return s.name && !s.off && is_code(d, fn, s.size) && vms__arch_jumps_to(fn, s.size, entry);
+}
+
+/*
+ * Whether the call that returns to ret could have entered the function at
+ * entry (0: not known, nothing to hold against it): an indirect call
+ * could reach anything, a direct one only its target, or what the target
+ * tail-calls.  A return address that fails was left by a later call, made
+ * after the frame below had returned, over the frame that called it.
+ */
+static bool call_reaches(const struct dead *d, uintptr_t ret, uintptr_t entry)
+{
+    uintptr_t t = call_target(d, ret);
+
+    return !entry || !t || t == entry || after_indirect_call(d, ret) || tail_calls(d, t, entry);
+}
+
+/* The entry of the function holding pc, from the symbol tables; 0 when unknown. */
+static uintptr_t entry_of(uintptr_t pc)
+{
+    struct vms_symres s;
+
+    vms__symbols_lookup(pc, &s);
+    return s.name ? pc - s.off : 0;
+}
+
+/*
+ * libdwfl is not thread-safe: the session and its call-frame lookups are
+ * under this lock, held for one lookup at a time, never across a scan or
+ * a symbol lookup (those use the fault layer's lock-free symbol tables).
+ */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static Dwfl *dwfl;
+
+/* Free in a child after fork, where a thread that ends scans its dead stack too (core/fork.c). */
+__attribute__((constructor)) static void lock_at_fork(void)
+{
+    vms__fork_mutex(VMS_FORK_TRACE_CODE, &lock);
 }
 
 /*
@@ -246,7 +405,7 @@ struct rule {
     bool outermost;    /* the return address is undefined: no caller */
 };
 
-static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
+static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
 {
     Dwfl_Module *m = dwfl ? DW(dwfl_addrmodule)(dwfl, pc) : NULL;
     Dwarf_Op mem[3], *ops;
@@ -256,9 +415,9 @@ static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
     size_t nops;
     bool ok = false;
 
-    if (!m && !*refreshed && dwfl) {
+    if (!m && !d->refreshed && dwfl) {
         /* Loaded after the first look: report the modules again. */
-        *refreshed = true;
+        d->refreshed = true;
         DW(dwfl_report_begin_add)(dwfl);
         if (vms__dw_report_loaded(dwfl) == 0 && DW(dwfl_report_end)(dwfl, NULL, NULL) == 0)
             m = DW(dwfl_addrmodule)(dwfl, pc);
@@ -296,15 +455,25 @@ static bool rule_at(uintptr_t pc, struct rule *r, bool *refreshed)
     return ok;
 }
 
+static bool rule_at(struct dead *d, uintptr_t pc, struct rule *r)
+{
+    bool ok;
+
+    pthread_mutex_lock(&lock);
+    ok = rule_locked(d, pc, r);
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
 /*
  * The fixed frame of a function that sets up a frame pointer ("push %rbp;
  * mov %rsp,%rbp", then pushes and "sub $N,%rsp"), decoded from its first
  * instructions: its call-frame information stops following rsp there.  0
  * when the prologue is not of that form.
  */
-static uintptr_t fp_prologue_frame(uintptr_t entry)
+static uintptr_t fp_prologue_frame(const struct dead *d, uintptr_t entry)
 {
-    return is_code(entry, VMS_PROLOGUE_BYTES) ? vms__arch_fp_prologue_frame(entry) : 0;
+    return is_code(d, entry, VMS_PROLOGUE_BYTES) ? vms__arch_fp_prologue_frame(entry) : 0;
 }
 
 /*
@@ -314,20 +483,15 @@ static uintptr_t fp_prologue_frame(uintptr_t entry)
  * 0 when unknown.  The zero-filled stack cannot show the zero words a
  * function wrote, so the deepest function's frame is taken whole.
  */
-static uintptr_t frame_of(uintptr_t addr)
+static uintptr_t cfa_max_locked(const struct dead *d, uintptr_t entry, uintptr_t end)
 {
-    Dwfl_Module *m = dwfl ? DW(dwfl_addrmodule)(dwfl, addr) : NULL;
-    uintptr_t entry, end, max = 0;
-    GElf_Off off;
-    GElf_Sym sym;
+    Dwfl_Module *m = dwfl ? DW(dwfl_addrmodule)(dwfl, entry) : NULL;
+    uintptr_t max = 0;
     Dwarf_CFI *cfi;
     Dwarf_Addr bias;
 
-    if (!m || !DW(dwfl_module_addrinfo)(m, addr, &off, &sym, NULL, NULL, NULL) || !sym.st_size ||
-        !((cfi = DW(dwfl_module_eh_cfi)(m, &bias)) || (cfi = DW(dwfl_module_dwarf_cfi)(m, &bias))))
+    if (!m || !((cfi = DW(dwfl_module_eh_cfi)(m, &bias)) || (cfi = DW(dwfl_module_dwarf_cfi)(m, &bias))))
         return 0;
-    entry = addr - off;
-    end = entry + sym.st_size;
     for (uintptr_t a = entry; a < end;) {
         Dwarf_Frame *fr;
         Dwarf_Addr start, stop;
@@ -347,7 +511,7 @@ static uintptr_t frame_of(uintptr_t addr)
         }
         free(fr);
         if (reg == DW_RBP) {
-            uintptr_t fp = fp_prologue_frame(entry);
+            uintptr_t fp = fp_prologue_frame(d, entry);
             return fp > max ? fp : max;
         }
         if (reg == DW_RSP && o > 0 && (uintptr_t)o > max)
@@ -357,16 +521,21 @@ static uintptr_t frame_of(uintptr_t addr)
     return max;
 }
 
-/* ---- unwinding the dead frames ---- */
+static uintptr_t frame_of(const struct dead *d, uintptr_t addr)
+{
+    struct vms_symres s;
+    uintptr_t max;
 
-struct dead {
-    uintptr_t lo, hi, clobbered;
-    const struct vms_trace_frame *rec; /* outermost first */
-    uint32_t nrec;
-    struct vms_trace_frame *f;
-    uint32_t n, cap;
-    bool refreshed;
-};
+    vms__symbols_lookup(addr, &s);
+    if (!s.name || !s.size)
+        return 0;
+    pthread_mutex_lock(&lock);
+    max = cfa_max_locked(d, addr - s.off, addr - s.off + s.size);
+    pthread_mutex_unlock(&lock);
+    return max;
+}
+
+/* ---- unwinding the dead frames ---- */
 
 __attribute__((no_sanitize_address)) static uintptr_t word(const struct dead *d, uintptr_t a, bool *ok)
 {
@@ -427,7 +596,7 @@ static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
 
     for (uintptr_t x = sp; x + 2 * sizeof(uintptr_t) <= d->hi && x - sp < FRAME_SCAN; x += sizeof(uintptr_t)) {
         uintptr_t saved = word(d, x, &ok), ret = word(d, x + sizeof(uintptr_t), &ok);
-        if (ok && (saved == 0 || (saved > x && saved < d->hi)) && is_return_address(ret)) {
+        if (ok && (saved == 0 || (saved > x && saved < d->hi)) && is_return_address(d, ret)) {
             *rbp = x;
             return true;
         }
@@ -435,8 +604,12 @@ static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
     return false;
 }
 
-/* From the frame (ip, sp) outwards; false when the chain was lost on the way. */
-static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t rbp, bool rbp_known)
+/*
+ * From the frame (ip, sp) outwards, below: the entry of the function
+ * that ip's call went to (0: unknown); false when the chain was lost on
+ * the way (overwritten, JIT code, out of time).
+ */
+static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t below, uintptr_t rbp, bool rbp_known)
 {
     for (;;) {
         struct rule r = {0};
@@ -445,9 +618,9 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t rb
 
         if (join(d, ip, sp))
             return true;
-        if (!is_return_address(ip))
+        if (out_of_time(d) || !is_return_address(d, ip) || !call_reaches(d, ip, below))
             return false;
-        if (!put(d, ip, sp) || !rule_at(ip - 1, &r, &d->refreshed))
+        if (!put(d, ip, sp) || !rule_at(d, ip - 1, &r))
             return false;
         if (r.outermost || sp == d->hi)
             return true;
@@ -465,6 +638,7 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t rb
             return false;
         if (!ret) /* a fiber's first frame, at the top of its stack; anywhere else a lost chain */
             return d->hi - cfa <= TOP_SLACK;
+        below = entry_of(ip - 1);
         ip = ret;
         sp = cfa;
     }
@@ -484,7 +658,7 @@ static bool recorded_deepest(struct dead *d, uintptr_t *w)
         return false;
     sp = d->rec[d->nrec - 1].sp;
     cfa = d->rec[d->nrec - 2].sp;
-    frame = frame_of(d->rec[d->nrec - 1].ip);
+    frame = frame_of(d, d->rec[d->nrec - 1].ip);
     low = frame ? cfa - frame : sp;
     if (low > *w + RED_ZONE || cfa <= *w)
         return false;
@@ -499,7 +673,7 @@ static bool recorded_deepest(struct dead *d, uintptr_t *w)
 /* The function a call that returns to ret (stored at at) went to; for an indirect one, what the tripwires saw there. */
 static uintptr_t callee_of(const struct dead *d, uintptr_t ret, uintptr_t at)
 {
-    uintptr_t fn = call_target(ret);
+    uintptr_t fn = is_code(d, ret - 8, 8) ? call_target(d, ret) : 0;
     long m;
 
     if (!fn && (m = rec_at(d, at + sizeof(uintptr_t))) >= 0 && (uint32_t)m + 1 < d->nrec && d->rec[m].ip == ret)
@@ -507,93 +681,187 @@ static uintptr_t callee_of(const struct dead *d, uintptr_t ret, uintptr_t at)
     return fn;
 }
 
-uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
-                         uint32_t *gap)
+/* The process's code, and libdwfl's session, for one scan; false when out of memory. */
+static bool scan_open(struct dead *d)
 {
-    struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
-                     .f = f, .cap = cap};
-    uintptr_t w = a->lowest, at, first, ret = 0, rbp, callee = 0;
-    bool ok = true;
-
-    *partial = false;
-    *gap = 0;
-    if (!w || cap < 2)
-        return 0;
+    clock_gettime(CLOCK_MONOTONIC, &d->deadline);
+    d->deadline.tv_sec += SCAN_BUDGET_MS / 1000;
+    d->deadline.tv_nsec += (SCAN_BUDGET_MS % 1000) * 1000000L;
+    if (d->deadline.tv_nsec >= 1000000000L) {
+        d->deadline.tv_sec++;
+        d->deadline.tv_nsec -= 1000000000L;
+    }
+    if (!(d->segs = malloc(SEGS_MAX * sizeof *d->segs)))
+        return false;
+    vms__symbols_snapshot();
+    dl_iterate_phdr(add_segs, d);
+    read_exec(d);
     pthread_mutex_lock(&lock);
-    nsegs = 0;
-    dl_iterate_phdr(add_segs, NULL);
     if (!dwfl)
         dwfl = open_dwfl();
-    /*
-     * The deepest function's return address: the first one at or above the
-     * lowest word whose function's frame reaches down to it (red zone
-     * allowed).  Return addresses below it that do not reach are stale
-     * words of earlier, shallower calls that a large frame left in place;
-     * when none reaches, the frames at the deepest point were overwritten by
-     * a later, shallower call: the first return address is its caller's.
-     */
-    first = 0;
-    for (at = w & ~(uintptr_t)7; at < a->clobbered && ok; at += sizeof(uintptr_t)) {
-        uintptr_t fn, frame, low;
-        if (!is_return_address(ret = word(&d, at, &ok)))
+    pthread_mutex_unlock(&lock);
+    return true;
+}
+
+/* Whether the recorded chain has one of the kept frames: the same function's frame at the same place. */
+static bool recorded_meets(const struct dead *d)
+{
+    uint32_t i = 1;
+    long j = (long)d->nrec - 1;
+
+    /* Both in order of their stack pointers, deepest first. */
+    while (i < d->n && j >= 0) {
+        if (d->f[i].sp < d->rec[j].sp) {
+            i++;
+        } else if (d->f[i].sp > d->rec[j].sp) {
+            j--;
+        } else {
+            uintptr_t fn = entry_of(d->f[i].ip - 1);
+            if (fn && fn == entry_of(d->rec[j].ip - 1))
+                return true;
+            i++, j--;
+        }
+    }
+    return false;
+}
+
+/*
+ * Where the chain was lost, after f's last frame: the callers as the
+ * tripwires saw them, when the recorded chain passes through this one:
+ * one of its frames is one of the kept ones, or its innermost frame is
+ * the last one kept, caught by a tripwire while it ran.  A recorded chain
+ * that does not was another call's (the loader's at start-up): nothing
+ * says it called this one.
+ */
+static void recorded_callers(struct dead *d)
+{
+    const struct vms_trace_frame *lastf = &d->f[d->n - 1];
+    long m = (long)d->nrec - 1;
+
+    if (m < 0)
+        return;
+    if (d->rec[m].sp > lastf->sp) {
+        uintptr_t fn = lastf->ip ? entry_of(lastf->ip - 1) : 0;
+        if (!fn || entry_of(d->rec[m].ip) != fn)
+            return;
+        m--;
+    } else if (!recorded_meets(d)) {
+        return;
+    }
+    while (m >= 0 && d->rec[m].sp <= lastf->sp)
+        m--;
+    for (; m >= 0 && put(d, d->rec[m].ip, d->rec[m].sp); m--)
+        ;
+}
+
+/*
+ * The deepest function's return address: the first one at or above the
+ * lowest word w whose function's frame reaches down to it (red zone
+ * allowed); false when none does.  Return addresses below it that do not
+ * reach are stale words of earlier, shallower calls that a large frame
+ * left in place; when none reaches, the frames at the deepest point were
+ * overwritten by a later, shallower call.  *first: the lowest return
+ * address seen (0: none).  Stops at a pointer into JIT code (unless the
+ * tripwires saw the call it returns from): the frames from there up are
+ * the virtual machine's, which nothing here can unwind.
+ */
+static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_t *first, uintptr_t *callee)
+{
+    bool ok = true;
+
+    *first = 0;
+    for (*at = *w & ~(uintptr_t)7; *at < d->clobbered && ok && !out_of_time(d); *at += sizeof(uintptr_t)) {
+        uintptr_t ret = word(d, *at, &ok), fn, frame, low;
+        bool jit = is_jit(d, ret);
+        if (!jit && !is_return_address(d, ret))
             continue;
-        if (!first)
-            first = at;
-        fn = callee_of(&d, ret, at);
-        frame = fn ? frame_of(fn) : 0;
-        low = at + sizeof(uintptr_t) - frame;
-        if (frame && low <= w + RED_ZONE) {
-            callee = fn;
+        if (!jit && !*first)
+            *first = *at;
+        fn = callee_of(d, ret, *at);
+        frame = fn ? frame_of(d, fn) : 0;
+        low = *at + sizeof(uintptr_t) - frame;
+        if (frame && low <= *w + RED_ZONE) {
+            *callee = fn;
             /*
              * The depth is its lowest stack pointer, from its frame: the
              * words it wrote last may be zeros, and a leaf's red zone is
              * below its stack pointer.
              */
-            if (low >= a->lo)
-                w = low;
-            break;
+            if (low >= d->lo)
+                *w = low;
+            return true;
+        }
+        if (jit) {
+            d->stopped = true;
+            return false;
         }
     }
-    if ((at >= a->clobbered || !ok) && recorded_deepest(&d, &w)) {
-        pthread_mutex_unlock(&lock);
-        return d.n;
-    }
-    if (at >= a->clobbered || !ok) {
+    return false;
+}
+
+static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap)
+{
+    uintptr_t at, first, ret, rbp, callee = 0;
+    bool ok = true;
+
+    if (!deepest_return(d, &w, &at, &first, &callee)) {
+        if (recorded_deepest(d, &w)) {
+            if (d->stopped) {
+                /* What the tripwires saw: nothing on the dead stack said how it went on. */
+                *partial = true;
+                *gap = d->n;
+            }
+            return;
+        }
+        *partial = true;
         if (!first) {
-            /* No return address below our own frames: all we know is the depth. */
-            put(&d, 0, w);
-            *partial = true;
-            *gap = d.n;
-            pthread_mutex_unlock(&lock);
-            return d.n;
+            /* No return address below our own frames (or only JIT code): all we know is the depth. */
+            put(d, 0, w);
+            *gap = d->n;
+            return;
         }
         at = first;
-        ret = word(&d, at, &ok);
-        callee = 0;
-        *partial = true;
         *gap = 1;
     }
-    put(&d, callee, w);
+    ret = word(d, at, &ok);
+    put(d, callee, w);
     /*
      * A callee with a frame pointer saved the caller's rbp right below the
      * return address: believed when it points at a frame record (saved rbp,
      * then a return address).
      */
-    rbp = word(&d, at - sizeof(uintptr_t), &ok);
-    ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= a->hi && !(rbp & 7) &&
-         is_return_address(word(&d, rbp + sizeof(uintptr_t), &ok)) && ok;
-    if (!unwind_from(&d, ret, at + sizeof(uintptr_t), rbp, ok)) {
-        /* The callers as the tripwires saw them, from the nearest recorded frame above the lost ones. */
-        uintptr_t last = d.f[d.n - 1].sp;
-        long m = (long)d.nrec - 1;
+    rbp = word(d, at - sizeof(uintptr_t), &ok);
+    ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= d->hi && !(rbp & 7) &&
+         is_return_address(d, word(d, rbp + sizeof(uintptr_t), &ok)) && ok;
+    if (!unwind_from(d, ret, at + sizeof(uintptr_t), callee, rbp, ok)) {
         if (!*partial)
-            *gap = d.n;
+            *gap = d->n;
         *partial = true;
-        while (m >= 0 && d.rec[m].sp <= last)
-            m--;
-        for (; m >= 0 && put(&d, d.rec[m].ip, d.rec[m].sp); m--)
-            ;
+        recorded_callers(d);
     }
-    pthread_mutex_unlock(&lock);
+}
+
+uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
+                         uint32_t *gap)
+{
+    struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
+                     .f = f, .cap = cap};
+
+    *partial = false;
+    *gap = 0;
+    if (!a->lowest || cap < 2)
+        return 0;
+    if (scan_open(&d)) {
+        /* The dead frames are no frame's any more: valgrind would report every read. */
+        vms__san_quiet_begin();
+        chain_from(&d, a->lowest, partial, gap);
+        vms__san_quiet_end();
+    } else {
+        put(&d, 0, a->lowest);
+        *partial = true;
+        *gap = d.n;
+    }
+    free(d.segs);
+    free(d.exec);
     return d.n;
 }

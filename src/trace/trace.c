@@ -48,7 +48,9 @@
  * vms__trace_prefault.  A signal delivered on the stack when its frame
  * would overlap the window cannot be delivered: the kernel sends SIGSEGV
  * (SI_KERNEL) instead; the window is moved clear and a warning says that
- * a signal was lost.
+ * a signal was lost.  A process ptraced when tracing starts gets no
+ * tripwires (a debugger would stop at each): its depths come from the
+ * dead-stack scan alone.
  *
  * The handler is async-signal-safe: syscalls (madvise, mprotect, write),
  * libunwind's local unwinding, the symbol snapshot, atomics; no malloc,
@@ -56,8 +58,10 @@
  */
 #include "fault/fault.h"
 #include "trace/trace.h"
+#include "core/sanitizer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -126,6 +130,8 @@ struct warn_slot {
 };
 
 _Atomic int vms__trace_armed;
+static int tracer;               /* the pid ptracing the process when tracing was configured; 0: none */
+static bool on_valgrind;         /* valgrind runs the process: it reports every read of a tripwire's neighbours */
 static struct vms_trace_opts opts;
 static struct task *tasks;       /* TASKS_MAX, mmap'd when configured */
 static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
@@ -579,6 +585,39 @@ __attribute__((constructor)) static void locks_at_fork(void)
     vms__fork_mutex(VMS_FORK_TRACE_RESULTS, &results_lock);
 }
 
+/*
+ * The pid of the process ptracing this one (TracerPid in /proc/self/status),
+ * 0 when none.  A debugger stops at every SIGSEGV, a tripwire's too (gdb in
+ * the loader, before main), and strace shows each one: a ptraced process
+ * gets no tripwires.  Read at start, which an exec is for the new program.
+ */
+static int tracer_pid(void)
+{
+    char buf[2048], *p;
+    ssize_t n = -1;
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+    }
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    p = strstr(buf, "\nTracerPid:");
+    return p ? atoi(p + sizeof "\nTracerPid:" - 1) : 0;
+}
+
+int vms__trace_tracer(void)
+{
+    return tracer;
+}
+
+bool vms__trace_on_valgrind(void)
+{
+    return on_valgrind;
+}
+
 int vms__trace_configure(const struct vms_trace_opts *o)
 {
     size_t bytes = TASKS_MAX * sizeof *tasks + WARN_MAX * sizeof *warns;
@@ -601,6 +640,8 @@ int vms__trace_configure(const struct vms_trace_opts *o)
         tasks = (struct task *)p;
         warns = (struct warn_slot *)(p + TASKS_MAX * sizeof *tasks);
         opts = *o;
+        tracer = tracer_pid();
+        on_valgrind = vms__san_on_valgrind();
         atomic_store_explicit(&vms__fiber_start_hook, vms__trace_fiber_start, memory_order_relaxed);
         atomic_store_explicit(&vms__fiber_end_hook, vms__trace_fiber_end, memory_order_relaxed);
         atomic_store_explicit(&vms__fault_tripwire_hook, vms__trace_fault, memory_order_release);
@@ -690,7 +731,7 @@ static void task_start(struct task *t, uintptr_t floor, uintptr_t top)
     t->floor = floor;
     vms__dead_zero(t->lo, floor);
     atomic_store_explicit(&t->state, LIVE, memory_order_release);
-    if (window_bottom(t, top) && wire_install(t, top) == 0)
+    if (!tracer && !on_valgrind && window_bottom(t, top) && wire_install(t, top) == 0)
         atomic_store_explicit(&t->wire, top, memory_order_release);
 }
 
@@ -897,8 +938,10 @@ __attribute__((noinline, no_sanitize_address)) void vms__trace_prefault(void)
     const volatile char *frame = __builtin_frame_address(0);
 
     /* Downwards, a line at a time: never past the window without touching it. */
+    vms__san_quiet_begin();
     for (size_t i = 64; i <= PREFAULT_BYTES; i += 64)
         (void)frame[-(ptrdiff_t)i];
+    vms__san_quiet_end();
 }
 
 /* ---- results ---- */

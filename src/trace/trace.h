@@ -93,9 +93,12 @@ struct vms_dead_args {
  * entries): f[0] is the deepest function (ip: its entry, 0 when an
  * indirect call's target is unknown; sp: its lowest stack pointer, or the
  * lowest written word when its frame is unknown), then
- * return addresses outwards.  *partial: it neither reached the outermost
- * frame nor joined the recorded chain (later calls overwrote it); the
- * recorded callers above the lost frames then follow from f[*gap] on.
+ * return addresses outwards, each after a call that could have entered
+ * the frame below.  *partial: it neither reached the outermost frame nor
+ * joined the recorded chain (later calls overwrote it, it reached JIT
+ * code, or the scan ran out of time); the recorded callers above the lost
+ * frames, when their chain passes through the kept ones, follow from
+ * f[*gap] on.  Thread-safe: tasks that end together scan in parallel.
  * Returns the number of frames, 0 when lowest is 0.
  */
 uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
@@ -142,6 +145,10 @@ unsigned long vms__trace_quiet(void);
 /* Copies of the frame warnings so far. */
 size_t vms__trace_warnings(struct vms_trace_warn **out);
 const struct vms_trace_opts *vms__trace_options(void);
+/* The pid that ptraced the process when tracing began (no tripwires then: depths from the dead stack), or 0. */
+int vms__trace_tracer(void);
+/* Whether valgrind runs the process (no tripwires either: depths from the dead stack). */
+bool vms__trace_on_valgrind(void);
 
 /* tracetable.c: the report, in the kernel's format. */
 void vms__trace_format(FILE *f, const char *why);

@@ -336,6 +336,13 @@ void vms__trace_format(FILE *f, const char *why)
     z->d = open_dwfl();
     fprintf(f, "\nvmstack trace: deepest call chains of %s (pid %d) at %s; depths exact to the word\n",
             program_invocation_short_name, (int)getpid(), why);
+    if (vms__trace_tracer())
+        fprintf(f, "no tripwires: the process is ptraced (by pid %d), where each would stop it; depths and "
+                   "chains come from the dead stacks of ended tasks alone\n",
+                vms__trace_tracer());
+    else if (vms__trace_on_valgrind())
+        fprintf(f, "no tripwires: the process runs under valgrind; depths and chains come from the dead stacks "
+                   "of ended tasks alone\n");
     if (n) {
         fprintf(f, "overall deepest: ");
         put_task(f, z, &c[0].who, c[0].main);
@@ -471,6 +478,8 @@ void vms__trace_json(struct vms_json *j, const char *why)
     for (size_t i = 0; i < n; i++)
         json_chain(j, d, &c[i]);
     vms__json_arr_end(j);
+    vms__json_key(j, "ptraced_by");
+    vms__trace_tracer() ? vms__json_int(j, vms__trace_tracer()) : vms__json_null(j);
     vms__json_key(j, "quiet_tasks");
     vms__json_uint(j, vms__trace_quiet());
     vms__json_key(j, "warnings");

@@ -29,10 +29,15 @@ static intptr_t sext(uint64_t v, unsigned bits)
 
 bool vms__arch_after_call(uintptr_t ret)
 {
+    return is_bl(insn(vms__arch_strip(ret) - 4)) || vms__arch_after_indirect_call(ret);
+}
+
+bool vms__arch_after_indirect_call(uintptr_t ret)
+{
     uint32_t w = insn(vms__arch_strip(ret) - 4);
 
-    return is_bl(w) || (w & 0xfffffc1f) == 0xd63f0000 /* blr */ ||
-           (w & 0xfffff800) == 0xd73f0800 /* blraa, blrab */ || (w & 0xfffff81f) == 0xd63f081f /* blraaz, blrabz */;
+    return (w & 0xfffffc1f) == 0xd63f0000 /* blr */ || (w & 0xfffff800) == 0xd73f0800 /* blraa, blrab */ ||
+           (w & 0xfffff81f) == 0xd63f081f /* blraaz, blrabz */;
 }
 
 /* The GOT slot a PLT stub "adrp x16, P; ldr x17, [x16, #O]; ..." loads, or 0. */
@@ -47,7 +52,7 @@ static uintptr_t plt_slot(uintptr_t stub)
     return (stub & ~(uintptr_t)0xfff) + (uintptr_t)sext(imm << 12, 33) + (((ldr >> 10) & 0xfff) << 3);
 }
 
-uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t))
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx)
 {
     uintptr_t at = vms__arch_strip(ret) - 4, t, slot, to;
     uint32_t w = insn(at);
@@ -55,16 +60,29 @@ uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t
     if (!is_bl(w))
         return 0;
     t = at + (uintptr_t)(sext(w & 0x3ffffff, 26) * 4);
-    if (!is_code(t, 12))
+    if (!is_code(ctx, t, 12))
         return t;
     if (insn(t) == 0xd503245f) /* bti c: a BTI PLT */
         t += 4;
     if ((slot = plt_slot(t))) {
         memcpy(&to, (const void *)slot, sizeof to);
-        if (is_code(to, 1))
+        if (is_code(ctx, to, 1))
             return to;
     }
     return t;
+}
+
+/* "b" (imm26) or "b.cond" (imm19) to entry, anywhere in [fn, fn + size). */
+bool vms__arch_jumps_to(uintptr_t fn, size_t size, uintptr_t entry)
+{
+    for (uintptr_t a = fn; a + 4 <= fn + size; a += 4) {
+        uint32_t w = insn(a);
+        if ((w & 0xfc000000) == 0x14000000 && a + (uintptr_t)(sext(w & 0x3ffffff, 26) * 4) == entry)
+            return true;
+        if ((w & 0xff000010) == 0x54000000 && a + (uintptr_t)(sext((w >> 5) & 0x7ffff, 19) * 4) == entry)
+            return true;
+    }
+    return false;
 }
 
 /*

@@ -27,10 +27,13 @@ static unsigned indirect_call_len(const uint8_t *p)
 
 bool vms__arch_after_call(uintptr_t ret)
 {
+    return ((const uint8_t *)ret)[-5] == 0xe8 || vms__arch_after_indirect_call(ret);
+}
+
+bool vms__arch_after_indirect_call(uintptr_t ret)
+{
     const uint8_t *c = (const uint8_t *)ret;
 
-    if (c[-5] == 0xe8)
-        return true;
     for (unsigned k = 2; k <= 7; k++) {
         if (c[-(int)k] == 0xff && indirect_call_len(c - k + 1) == k)
             return true;
@@ -41,7 +44,7 @@ bool vms__arch_after_call(uintptr_t ret)
     return false;
 }
 
-uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t))
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx)
 {
     const uint8_t *c = (const uint8_t *)ret;
     uintptr_t t;
@@ -51,7 +54,7 @@ uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t
         return 0;
     memcpy(&rel, c - 4, sizeof rel);
     t = ret + (uintptr_t)(intptr_t)rel;
-    if (!is_code(t, 16))
+    if (!is_code(ctx, t, 16))
         return t;
     c = (const uint8_t *)t;
     if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
@@ -63,10 +66,27 @@ uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(uintptr_t, size_t
         memcpy(&rel, c + 2, sizeof rel);
         slot = (uintptr_t)(c + 6) + (uintptr_t)(intptr_t)rel;
         memcpy(&to, (const void *)slot, sizeof to);
-        if (is_code(to, 1))
+        if (is_code(ctx, to, 1))
             return to;
     }
     return t;
+}
+
+/* "jmp rel32" (e9) or "jcc rel32" (0f 8x) to entry, anywhere in [fn, fn + size). */
+bool vms__arch_jumps_to(uintptr_t fn, size_t size, uintptr_t entry)
+{
+    const uint8_t *c = (const uint8_t *)fn;
+    int32_t rel;
+
+    for (uintptr_t i = 0; i + 5 <= size; i++) {
+        uintptr_t end = i + (c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x80 ? 6 : 5);
+        if ((c[i] != 0xe9 && end != i + 6) || end > size)
+            continue;
+        memcpy(&rel, c + end - 4, sizeof rel);
+        if (fn + end + (uintptr_t)(intptr_t)rel == entry)
+            return true;
+    }
+    return false;
 }
 
 /* "push %rbp; mov %rsp,%rbp", then pushes and "sub $N,%rsp": the CFA is rbp + 16 from the mov on. */
