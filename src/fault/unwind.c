@@ -94,18 +94,15 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 
 /* ---- registers: from the interrupted context ---- */
 
-/* libunwind's x86-64 register numbers (RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8-R15, RIP) in gregs. */
-static const int greg_of[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
-                                REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-
 static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
 {
     const struct vms_unwind *u = arg;
+    uintptr_t v;
 
     (void)as;
-    if (write || reg < 0 || reg >= (unw_regnum_t)(sizeof greg_of / sizeof greg_of[0]))
+    if (write || !vms__uc_unw_reg(u->uc, (int)reg, &v))
         return -UNW_EBADREG;
-    *val = (unw_word_t)u->uc->uc_mcontext.gregs[greg_of[reg]];
+    *val = (unw_word_t)v;
     return 0;
 }
 

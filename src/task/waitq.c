@@ -16,7 +16,7 @@ void vms__spin_lock(struct vms_spin *l)
     for (unsigned n = 0; atomic_exchange_explicit(&l->v, 1, memory_order_acquire); n++) {
         while (atomic_load_explicit(&l->v, memory_order_relaxed)) {
             if (++n < 64)
-                __builtin_ia32_pause();
+                vms__arch_cpu_relax();
             else
                 sched_yield();
         }

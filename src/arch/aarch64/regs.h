@@ -3,6 +3,7 @@
 #ifndef VMS_ARCH_AARCH64_REGS_H
 #define VMS_ARCH_AARCH64_REGS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -98,5 +99,27 @@ static inline uintptr_t vms__arch_strip(uintptr_t v)
         { "d14", 48, 8 }, { "d15", 56, 8 }, { "x19", 64, 8 }, { "x20", 72, 8 }, { "x21", 80, 8 },            \
         { "x22", 88, 8 }, { "x23", 96, 8 }, { "x24", 104, 8 }, { "x25", 112, 8 }, { "x26", 120, 8 },         \
         { "x27", 128, 8 }, { "x28", 136, 8 }, { "x29", 144, 8 }, { "x30", 152, 8 }, { "pc", 152, 8 }
+
+/* libunwind's aarch64 register numbers (x0-x30, sp, pc, pstate): reg's value in uc. */
+static inline bool vms__uc_unw_reg(const ucontext_t *uc, int reg, uintptr_t *val)
+{
+    if (reg >= 0 && reg <= 30)
+        *val = (uintptr_t)uc->uc_mcontext.regs[reg];
+    else if (reg == 31)
+        *val = (uintptr_t)uc->uc_mcontext.sp;
+    else if (reg == 32)
+        *val = (uintptr_t)uc->uc_mcontext.pc;
+    else if (reg == 33)
+        *val = (uintptr_t)uc->uc_mcontext.pstate;
+    else
+        return false;
+    return true;
+}
+
+/* A spinning thread's hint to the core: another hardware thread may run. */
+static inline void vms__arch_cpu_relax(void)
+{
+    __asm__ volatile("yield");
+}
 
 #endif

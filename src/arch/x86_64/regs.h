@@ -3,6 +3,7 @@
 #ifndef VMS_ARCH_X86_64_REGS_H
 #define VMS_ARCH_X86_64_REGS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -89,5 +90,23 @@ static inline uint64_t vms__arch_fpenv(void)
 #define VMS_SWITCH_FRAME_REGS                                                                          \
     { "r12", 8, 8 }, { "r13", 16, 8 }, { "r14", 24, 8 }, { "r15", 32, 8 }, { "rbx", 40, 8 }, { "rbp", 48, 8 }, \
         { "rip", 56, 8 }
+
+/* libunwind's x86-64 register numbers (RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8-R15, RIP): reg's value in uc. */
+static inline bool vms__uc_unw_reg(const ucontext_t *uc, int reg, uintptr_t *val)
+{
+    static const int greg_of[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
+                                    REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+
+    if (reg < 0 || reg >= (int)(sizeof greg_of / sizeof greg_of[0]))
+        return false;
+    *val = (uintptr_t)uc->uc_mcontext.gregs[greg_of[reg]];
+    return true;
+}
+
+/* A spinning thread's hint to the core: another hardware thread may run. */
+static inline void vms__arch_cpu_relax(void)
+{
+    __builtin_ia32_pause();
+}
 
 #endif
