@@ -28,7 +28,7 @@ suite() { # DIR LABEL [ctest args...]
 
 build build-test
 suite build-test "default build, guard mode auto" -LE compat
-VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect" -LE compat
+VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect (memcheck once is enough)" -LE 'compat|valgrind'
 
 build build-asan -DVMS_SANITIZE=address
 suite build-asan "AddressSanitizer+UBSan, guard mode auto"

@@ -79,7 +79,9 @@ static int write_results(struct vms_run_shm *m, const char *sub, const char *pro
     if (!atomic_load(&m->attached))
         return 0; /* vmstack did not run in it, and said why */
     if (!atomic_load(&m->table_done)) {
-        no_table(sub, prog, pid, status);
+        /* After an overflow report, the report is why: its last line must stay last. */
+        if (!(WIFSIGNALED(status) && atomic_load(&m->reported)))
+            no_table(sub, prog, pid, status);
         return 0;
     }
     if (output && vms__run_write_output(output, m->text, m->text_len, tell))

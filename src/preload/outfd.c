@@ -111,6 +111,15 @@ int vms__out_write(const char *p, size_t len)
     return 0;
 }
 
+int vms__out_report(const char *p, size_t len)
+{
+    struct vms_run_shm *m = shared();
+
+    if (m)
+        atomic_store(&m->reported, 1);
+    return vms__out_write(p, len);
+}
+
 int vms__out_table(const char *text, size_t len)
 {
     struct vms_run_shm *m = shared();

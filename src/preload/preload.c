@@ -511,7 +511,7 @@ __attribute__((constructor)) static void preload_init(void)
         unprotected(vms_last_error());
         return;
     }
-    vms__set_report_writer(vms__out_write); /* line by line, checked (outfd.c) */
+    vms__set_report_writer(vms__out_report); /* line by line, checked (outfd.c) */
     main_thread_register();
     /* --report-signal is for the program, not for the processes it starts. */
     if (vms__run_opts.report_signal && is_the_program())

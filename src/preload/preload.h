@@ -72,12 +72,14 @@ struct run_thread {
  * outfd.c: where the overflow reports and the preload's notices go: the
  * program's fd 2 while it is the stderr of the start, else the memory
  * shared with the launcher (see outfd.c); the table at exit goes there
- * always.  vms__out_write is async-signal-safe: the overflow report's
- * lines go through it.
+ * always.  vms__out_write and vms__out_report are async-signal-safe; the
+ * overflow report's lines go through vms__out_report, which also tells
+ * the launcher that a report says why the program died.
  */
 void vms__out_init(void);
 void vms__out_attach(void); /* the launcher's shared memory, by the program it started */
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
+int vms__out_report(const char *p, size_t len);
 /* The table at exit, for the launcher to write; -1 when there is no launcher to write it. */
 int vms__out_table(const char *text, size_t len);
 void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -32,6 +32,7 @@ struct vms_run_shm {
     uint32_t magic;
     _Atomic uint32_t attached;     /* a program mapped it */
     _Atomic uint32_t table_done;   /* text[0, text_len) is the table at exit */
+    _Atomic uint32_t reported;     /* an overflow report was written: it says why the program died */
     _Atomic size_t reports_len;    /* bytes reserved in reports */
     size_t text_len;
     char reports[VMS_RUN_REPORTS_MAX];
