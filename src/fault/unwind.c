@@ -64,10 +64,13 @@ static bool known_readable(struct vms_unwind *u, uintptr_t addr)
 {
     uintptr_t page = addr & ~(uintptr_t)(vms__g.page - 1);
 
+    /* Page 0 first: the cache's empty entries are 0 too. */
+    if (!page)
+        return false;
     for (unsigned i = 0; i < PAGES_KNOWN; i++)
         if (u->pages[i] == page)
             return true;
-    if (!page || !page_readable(u, page))
+    if (!page_readable(u, page))
         return false;
     u->pages[u->next++ % PAGES_KNOWN] = page;
     return true;
