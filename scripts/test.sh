@@ -4,8 +4,7 @@
 # AddressSanitizer+UBSan in both guard modes, then ThreadSanitizer on the
 # concurrent tests, then the compatibility suite (tests/compat/: real
 # runtimes and tools plain and under vmstack) once, on the default build,
-# with its wall-time ratios.  The default build's suite includes the fiber
-# tests under valgrind's memcheck (label valgrind).  Warnings are errors.
+# with its wall-time ratios.  Warnings are errors.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +27,7 @@ suite() { # DIR LABEL [ctest args...]
 
 build build-test
 suite build-test "default build, guard mode auto" -LE compat
-VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect (memcheck once is enough)" -LE 'compat|valgrind'
+VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect" -LE compat
 
 build build-asan -DVMS_SANITIZE=address
 suite build-asan "AddressSanitizer+UBSan, guard mode auto"
