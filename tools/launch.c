@@ -93,9 +93,10 @@ static int write_results(struct vms_run_shm *m, const char *sub, const char *pro
     return run_post_write(m->text, m->text_len, post);
 }
 
-/* Ends as the program ended. */
+/* Ends as the program ended, without the exit handlers of the libraries linked into the tool. */
 static _Noreturn void end_as(int status, int rc, const sigset_t *mask)
 {
+    fflush(NULL);
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         struct rlimit none = {0, 0};
@@ -108,9 +109,9 @@ static _Noreturn void end_as(int status, int rc, const sigset_t *mask)
         sigprocmask(SIG_UNBLOCK, &only, NULL);
         raise(sig);
         sigprocmask(SIG_SETMASK, mask, NULL);
-        exit(128 + sig);
+        _exit(128 + sig);
     }
-    exit(WEXITSTATUS(status) == 0 && rc < 0 ? CMD_FAIL : WEXITSTATUS(status));
+    _exit(WEXITSTATUS(status) == 0 && rc < 0 ? CMD_FAIL : WEXITSTATUS(status));
 }
 
 static _Noreturn void wait_for(pid_t pid, const sigset_t *set, const sigset_t *mask, struct vms_run_shm *m,
