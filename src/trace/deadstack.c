@@ -564,6 +564,24 @@ static long rec_at(const struct dead *d, uintptr_t sp)
 }
 
 /*
+ * The recorded frames m, m - 1, ... 0 (outwards), up to the first whose
+ * code is in no module: the unwinder at the tripwire went on through JIT
+ * code (by its frame pointer) or stopped there, and nothing checks a
+ * frame there; the scan then stops, its chain partial.
+ */
+static void put_recorded(struct dead *d, long m)
+{
+    for (; m >= 0; m--) {
+        if (!is_code(d, d->rec[m].ip - 1, 1)) {
+            d->stopped = true;
+            return;
+        }
+        if (!put(d, d->rec[m].ip, d->rec[m].sp))
+            return;
+    }
+}
+
+/*
  * Ends the chain with the recorded callers of the frame at sp, when the
  * recorded chain has the same frame there (the same return address, or
  * one our own exit code overwrote): true if it could.  The recorded
@@ -579,9 +597,7 @@ static bool join(struct dead *d, uintptr_t ip, uintptr_t sp)
     if (m < 0 || !(ours || d->rec[m].ip == ip))
         return false;
     /* Where our exit code overwrote the return address, the recorded one is the program's. */
-    put(d, ours ? d->rec[m].ip : ip, sp);
-    for (long j = m - 1; j >= 0; j--)
-        put(d, d->rec[j].ip, d->rec[j].sp);
+    put_recorded(d, m);
     return true;
 }
 
@@ -654,7 +670,7 @@ static bool recorded_deepest(struct dead *d, uintptr_t *w)
 {
     uintptr_t sp, cfa, frame, low;
 
-    if (d->nrec < 2)
+    if (d->nrec < 2 || !is_code(d, d->rec[d->nrec - 1].ip, 1))
         return false;
     sp = d->rec[d->nrec - 1].sp;
     cfa = d->rec[d->nrec - 2].sp;
@@ -665,8 +681,7 @@ static bool recorded_deepest(struct dead *d, uintptr_t *w)
     if (low >= d->lo)
         *w = low;
     put(d, d->rec[d->nrec - 1].ip, *w);
-    for (long m = (long)d->nrec - 2; m >= 0; m--)
-        put(d, d->rec[m].ip, d->rec[m].sp);
+    put_recorded(d, (long)d->nrec - 2);
     return true;
 }
 
@@ -750,8 +765,7 @@ static void recorded_callers(struct dead *d)
     }
     while (m >= 0 && d->rec[m].sp <= lastf->sp)
         m--;
-    for (; m >= 0 && put(d, d->rec[m].ip, d->rec[m].sp); m--)
-        ;
+    put_recorded(d, m);
 }
 
 /*
@@ -838,6 +852,11 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
             *gap = d->n;
         *partial = true;
         recorded_callers(d);
+    } else if (d->stopped) {
+        /* Joined the recorded chain, which went on into JIT code: the rest is not known. */
+        if (!*partial)
+            *gap = d->n;
+        *partial = true;
     }
 }
 
