@@ -34,6 +34,11 @@ seen = set()
 
 def request(s, f, path):
     s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
+    response(f, path)
+
+# Reads one response by its Content-Length, so that a pipelined answer
+# that follows stays in the buffer for the next call.
+def response(f, path):
     status = f.readline()
     assert status == b"HTTP/1.1 200 OK\r\n", status
     length = None
@@ -67,12 +72,9 @@ for r in range(50):
 s, f = conns[0]
 s.sendall(b"".join(b"GET /p%d HTTP/1.1\r\n\r\n" % i for i in range(3)))
 for i in range(3):
-    assert f.readline() == b"HTTP/1.1 200 OK\r\n"
-    while f.readline() != b"\r\n":
-        pass
-    assert f.read1(100).split()[3] == b"/p%d" % i
-assert len(seen) == 1000, len(seen)
-print("http: 1,000 keep-alive responses checked, the counter distinct in each; /overflow closed without an answer")
+    response(f, "/p%d" % i)
+assert len(seen) == 1003, len(seen)
+print("http: 1,003 keep-alive responses checked (3 pipelined), the counter distinct in each; /overflow closed without an answer")
 PY
 grep -q "vmstack: killed fiber 'http-conn'" "$dir/err" || { echo "FAIL: no report of the killed fiber"; cat "$dir/err"; exit 1; }
 grep -q "parse_path" "$dir/err" || { echo "FAIL: the report does not name parse_path"; cat "$dir/err"; exit 1; }
