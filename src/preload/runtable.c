@@ -21,6 +21,7 @@
  * are folded into one row per start routine (count, deepest peak), so a
  * program that makes millions of threads keeps a bounded table.
  */
+#include "arch/arch.h"
 #include "fault/fault.h"
 #include "preload/preload.h"
 #include "preload/outfile.h"
@@ -37,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -491,7 +493,7 @@ static int deliver(const char *text, size_t len, bool at_exit)
     return 0;
 }
 
-static int run_table(const char *why, bool at_exit)
+static int make_table(const char *why, bool at_exit)
 {
     char *text = NULL;
     int rc = -1;
@@ -514,6 +516,46 @@ static int run_table(const char *why, bool at_exit)
     free(rows);
     pthread_mutex_unlock(&out_lock);
     return rc;
+}
+
+struct table_call {
+    const char *why;
+    bool at_exit;
+    int rc;
+};
+
+static void table_on_side_stack(void *arg, uintptr_t unused)
+{
+    struct table_call *c = arg;
+
+    (void)unused;
+    c->rc = make_table(c->why, c->at_exit);
+}
+
+/*
+ * The table is made on a guarded stack of its own: symbolising with libdw
+ * takes tens of KiB, which the program's thread may not have left (its
+ * main thread has 16 KiB in all under 'ulimit -s 16'), and frames of ours
+ * on the program's stack would count in its peak.  Only touched pages of
+ * it cost memory.  Without one (no memory, no mapping left), in place.
+ */
+#define TABLE_STACK ((size_t)1 << 20)
+
+static int run_table(const char *why, bool at_exit)
+{
+    struct table_call c = { .why = why, .at_exit = at_exit, .rc = -1 };
+    size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+    char *m = mmap(NULL, guard + TABLE_STACK, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    if (m == MAP_FAILED)
+        return make_table(why, at_exit);
+    if (mprotect(m + guard, TABLE_STACK, PROT_READ | PROT_WRITE)) {
+        munmap(m, guard + TABLE_STACK);
+        return make_table(why, at_exit);
+    }
+    vms__call_on_stack(m + guard + TABLE_STACK, table_on_side_stack, &c, 0);
+    munmap(m, guard + TABLE_STACK);
+    return c.rc;
 }
 
 int vms__run_table(const char *why)
