@@ -5,7 +5,9 @@
  * return for detached and already joined threads, one line each.  Run
  * plain and under 'vmstack run', the lines must be the same but for the
  * guard, which is vmstack's.  Threads are created after every refused call,
- * so that damage to the creation path shows.
+ * so that damage to the creation path shows.  "run_attr default-stack":
+ * only glibc's default thread stack size, which it derives from
+ * RLIMIT_STACK at start-up.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -71,12 +73,26 @@ static const char *err(int rc)
     return rc ? strerrorname_np(rc) : "0";
 }
 
-int main(void)
+static int default_stack(void)
+{
+    pthread_attr_t a;
+    size_t size = 0, guard = 0;
+
+    if (pthread_getattr_default_np(&a) || pthread_attr_getstacksize(&a, &size) || pthread_attr_getguardsize(&a, &guard))
+        return 1;
+    printf("default thread stack %zu, guard %zu\n", size, guard);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     static const size_t sizes[] = { 0, 16384, 16385, 65536, 100000, 1 << 20 };
     static char names[6][32];
     pthread_t t;
     int n = 0;
+
+    if (argc > 1 && !strcmp(argv[1], "default-stack"))
+        return default_stack();
 
     for (int i = 0; i < 6; i++) {
         snprintf(names[i], sizeof names[i], "asked %zu", sizes[i]);

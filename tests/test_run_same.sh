@@ -165,17 +165,38 @@ secure)
         fail "root: $(cat "$tmp/err")"
     ;;
 small_stack)
-    # The launcher runs where the program does: under 'ulimit -s 16', every frame of its own under 4 KiB.
-    # (Static functions inlined into cmd_run count in its frame.)  A small environment: with a large
-    # one, the dynamic loader itself runs out of 16 KiB preloading any library, libm as well as ours.
+    # The launcher runs where the program does: under 'ulimit -S -s 16', every frame of its own under 4 KiB.
+    # (Static functions inlined into cmd_run count in its frame.)  The dynamic loader gets the room it needs
+    # to preload vmstack, and the program its own limit back: the same soft and hard limits, the same
+    # stack mapping (so its main thread overflows where it would), the same default thread stack.
     for mode in run trace; do
         for i in 1 2 3 4 5 6 7 8; do
-            env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" $mode -- true \
+            env -i PATH=/usr/bin:/bin sh -c 'ulimit -S -s 16 && exec "$@"' sh "$vmstack" $mode -- true \
                 > "$tmp/out" 2> "$tmp/err"; rc=$?
             [ "$rc" = 0 ] && [ ! -s "$tmp/out" ] && grep -q '^vmstack run: stack usage of true ' "$tmp/err" ||
                 fail "$mode ($i): exit $rc: $(cat "$tmp/out" "$tmp/err")"
         done
     done
+    # All in the shell's builtins: a program it started would be a descendant (see the README's limits).
+    seen='ulimit -S -s; ulimit -H -s; while read -r r x; do case $x in *"[stack]") lo=${r%-*} hi=${r#*-}; echo "stack mapping $((0x$hi - 0x$lo))";; esac; done < /proc/$$/maps'
+    for mode in plain run trace; do
+        w=; [ $mode = plain ] || w="$vmstack $mode --output $tmp/table --"
+        env -i PATH=/usr/bin:/bin sh -c 'ulimit -S -s 16 && exec "$@"' sh $w sh -c "$seen" > "$tmp/seen.$mode" 2>&1 ||
+            fail "limits seen $mode: $(cat "$tmp/seen.$mode")"
+    done
+    grep -qx 16 "$tmp/seen.plain" || fail "plain: $(cat "$tmp/seen.plain")"
+    for mode in run trace; do
+        cmp -s "$tmp/seen.plain" "$tmp/seen.$mode" ||
+            fail "limits seen under $mode differ: $(diff "$tmp/seen.plain" "$tmp/seen.$mode")"
+    done
+    env -i PATH=/usr/bin:/bin sh -c 'ulimit -S -s 16 && exec "$@"' sh "$vmstack" run --output "$tmp/table" -- \
+        "$bin/run_attr" default-stack > "$tmp/attr.run" 2>&1
+    env -i PATH=/usr/bin:/bin sh -c 'ulimit -S -s 16 && exec "$@"' sh "$bin/run_attr" default-stack > "$tmp/attr.plain" 2>&1
+    cmp -s "$tmp/attr.plain" "$tmp/attr.run" || fail "default thread stack: plain $(cat "$tmp/attr.plain"), run $(cat "$tmp/attr.run")"
+    # A hard limit that small cannot be raised: said, since the loader may kill the program first.
+    env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" run -- true > "$tmp/out" 2> "$tmp/err"
+    [ "$(head -1 "$tmp/err")" = "vmstack run: the hard stack limit (16384 bytes) is below the 65536 the dynamic loader may need to preload vmstack into /usr/bin/true: it may die before it starts; raise it with 'ulimit -H -s'" ] ||
+        fail "hard limit of 16K: $(cat "$tmp/err")"
     "$vmstack" checkstack --min 0 "$vmstack" > "$tmp/frames" || fail "checkstack: $(cat "$tmp/frames")"
     awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|check_output|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
             n++; if ($2 >= 4096) { print; bad = 1 } }

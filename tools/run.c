@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -475,6 +476,57 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
     return rc;
 }
 
+/*
+ * Preloading a library costs the dynamic loader more stack than a tiny
+ * RLIMIT_STACK leaves once the kernel's random offset of the stack top
+ * (up to 8 KiB) and the environment are taken: under 'ulimit -s 16',
+ * libm preloaded fails now and then, and every time with a few KiB of
+ * environment.  The launcher raises its soft limit first thing, for its
+ * own sake too (writing --output, the report); the program starts with
+ * it, and the library puts the program's own back before the program runs
+ * (src/preload/stacklimit.c).  A hard limit that small cannot be raised:
+ * that is said, once, since the loader may then kill the program before
+ * vmstack runs.
+ */
+#define LOADER_STACK ((rlim_t)64 << 10)
+
+static struct rlimit program_stack; /* the limit the program gets back */
+static bool stack_known, stack_raised;
+
+static void raise_stack_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_STACK, &program_stack))
+        return;
+    stack_known = true;
+    if (program_stack.rlim_cur >= LOADER_STACK || program_stack.rlim_max <= program_stack.rlim_cur)
+        return;
+    rl = program_stack;
+    rl.rlim_cur = rl.rlim_max < LOADER_STACK ? rl.rlim_max : LOADER_STACK;
+    stack_raised = setrlimit(RLIMIT_STACK, &rl) == 0;
+}
+
+/* The program's own limit, for the library to put back; -1 when the environment cannot take it. */
+static int pass_stack_limit(const char *path)
+{
+    /* fprintf to unbuffered stderr takes an 8 KiB buffer on the stack, which may not be there. */
+    static char line[PATH_MAX + 256];
+    char num[24];
+
+    if (stack_known && program_stack.rlim_cur < LOADER_STACK && program_stack.rlim_max < LOADER_STACK) {
+        snprintf(line, sizeof line, "vmstack run: the hard stack limit (%llu bytes) is below the %llu the dynamic "
+                 "loader may need to preload vmstack into %s: it may die before it starts; raise it with "
+                 "'ulimit -H -s'\n", (unsigned long long)program_stack.rlim_max, (unsigned long long)LOADER_STACK,
+                 path);
+        fputs(line, stderr);
+    }
+    if (!stack_raised)
+        return unsetenv("VMSTACK_RUN_STACK_LIMIT");
+    snprintf(num, sizeof num, "%llu", (unsigned long long)program_stack.rlim_cur);
+    return setenv("VMSTACK_RUN_STACK_LIMIT", num, 1);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_args a = { 0 };
@@ -483,6 +535,7 @@ int cmd_run(int argc, char **argv)
     const char *why;
     int rc;
 
+    raise_stack_limit();
     if ((rc = parse(argc, argv, &a)))
         return rc;
     if (a.help) {
@@ -502,6 +555,8 @@ int cmd_run(int argc, char **argv)
             return cmd_usage_error("run", "%s %s: it runs in secure-execution mode, where the dynamic loader "
                                           "ignores vmstack; --allow-unprotected runs it without vmstack", path, why);
         fprintf(stderr, "vmstack run: %s %s: it runs without vmstack\n", path, why);
+        if (stack_raised)
+            setrlimit(RLIMIT_STACK, &program_stack);
         execv(path, argv + a.prog);
         fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
         return CMD_FAIL;
@@ -518,7 +573,7 @@ int cmd_run(int argc, char **argv)
     if (cmd_launch(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run", path, a.output ? output : NULL,
                    &(struct run_post){ .folded = a.folded, .plot = a.plot, .prog = argv[a.prog] }))
         return CMD_FAIL;
-    if (set_env(&a, path, preload, a.output ? output : NULL)) {
+    if (set_env(&a, path, preload, a.output ? output : NULL) || pass_stack_limit(path)) {
         fprintf(stderr, "vmstack run: out of memory for the environment\n");
         return CMD_FAIL;
     }

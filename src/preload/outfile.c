@@ -103,9 +103,10 @@ static mode_t file_mode(const char *path)
     return 0666 & ~mask;
 }
 
+/* Not reentered: the launcher has one thread, the library holds its table's lock. */
 static int write_replacing(const char *path, const char *text, size_t len)
 {
-    char tmp[PATH_MAX];
+    static char tmp[PATH_MAX]; /* not on the stack: the launcher may have 16 KiB in all */
     const char *slash = strrchr(path, '/');
     int fd, rc;
 

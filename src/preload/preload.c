@@ -463,7 +463,7 @@ static void unprotected(const char *why)
                     (int)getpid(), why);
 }
 
-__attribute__((constructor)) static void preload_init(void)
+static void preload_start(void)
 {
     vms_config cfg;
     pthread_attr_t a;
@@ -519,6 +519,14 @@ __attribute__((constructor)) static void preload_init(void)
     vms__trace_preload_init(); /* on when VMSTACK_RUN_TRACE=1 */
     on_exit(at_exit, NULL);
     active = true;
+}
+
+/* The program's own stack limit holds from the first of our calls on, its stack mapping once we are done. */
+__attribute__((constructor)) static void preload_init(void)
+{
+    vms__run_stack_limit_restore();
+    preload_start();
+    vms__run_stack_trim();
 }
 
 /*

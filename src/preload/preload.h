@@ -28,6 +28,8 @@
  *                              'vmstack run' started; its children don't)
  *   VMSTACK_RUN_SHM            the launcher's descriptor of the memory the
  *                              table is left in (runshm.h)
+ *   VMSTACK_RUN_STACK_LIMIT    the program's own soft RLIMIT_STACK, when the
+ *                              launcher raised it for the loader (stacklimit.c)
  * and VMSTACK_GUARD, VMSTACK_GUARD_SIZE etc. for the library itself, as
  * the program sees them too.
  */
@@ -116,6 +118,13 @@ void vms__run_fork_init(void);
 int vms__run_signal_init(void);
 /* The main thread's stack VMA ([stack] in /proc/self/maps). */
 int vms__run_main_stack(char **lo, char **hi);
+/*
+ * The program's RLIMIT_STACK, which 'vmstack run' raised for the dynamic
+ * loader (VMSTACK_RUN_STACK_LIMIT), put back first thing in the
+ * constructor; the main stack's mapping trimmed to it last (stacklimit.c).
+ */
+void vms__run_stack_limit_restore(void);
+void vms__run_stack_trim(void);
 
 /* tracepreload.c: 'vmstack trace' in libvmstack-preload.so. */
 void vms__trace_preload_init(void);
