@@ -143,6 +143,14 @@ int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc);
  */
 const char *vms__unwind_begin(void);
 void vms__unwind_end(void);
+/*
+ * The same bracket around listing the modules (dl_iterate_phdr, dladdr:
+ * they hold the loader's lock too) outside signal handlers: while another
+ * thread forks, begin waits a little for the fork to pass, then gives up
+ * with -EAGAIN, for the fork may be waiting for a lock its caller holds.
+ * 0: listed within the bracket; end with vms__unwind_end.
+ */
+int vms__modules_begin(void);
 
 /* ---- registry.c ---- */
 

@@ -438,6 +438,8 @@ int vms__symbols_snapshot(void)
     int rc = 0;
 
     pthread_mutex_lock(&snapshot_lock);
+    if ((rc = vms__modules_begin()))
+        goto unlock; /* the last snapshot stays */
     dl_iterate_phdr(count_changes, changes);
     if (changes[0] == seen_adds && changes[1] == seen_subs)
         goto out;
@@ -454,6 +456,8 @@ int vms__symbols_snapshot(void)
     seen_adds = changes[0];
     seen_subs = changes[1];
 out:
+    vms__unwind_end();
+unlock:
     pthread_mutex_unlock(&snapshot_lock);
     return rc;
 }

@@ -207,6 +207,18 @@ void vms__unwind_end(void)
     atomic_fetch_sub_explicit(&inside, 1, memory_order_release);
 }
 
+#define MODULES_PATIENCE 1000 /* yields: a fork passes in far fewer, unless it waits for us */
+
+int vms__modules_begin(void)
+{
+    for (int i = 0; vms__unwind_begin(); i++) {
+        if (i == MODULES_PATIENCE)
+            return -EAGAIN;
+        sched_yield();
+    }
+    return 0;
+}
+
 static void drain_for_fork(void)
 {
     atomic_store_explicit(&forking, true, memory_order_seq_cst);

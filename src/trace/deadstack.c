@@ -709,7 +709,10 @@ static bool scan_open(struct dead *d)
     if (!(d->segs = malloc(SEGS_MAX * sizeof *d->segs)))
         return false;
     vms__symbols_snapshot();
+    if (vms__modules_begin())
+        return false; /* a fork under way: no code map, the chain is the deepest frame alone */
     dl_iterate_phdr(add_segs, d);
+    vms__unwind_end();
     read_exec(d);
     pthread_mutex_lock(&lock);
     if (!dwfl)

@@ -60,5 +60,11 @@ static int report_one(struct dl_phdr_info *info, size_t size, void *arg)
 
 int vms__dw_report_loaded(Dwfl *d)
 {
-    return dl_iterate_phdr(report_one, d);
+    int rc;
+
+    if (vms__modules_begin())
+        return -1;
+    rc = dl_iterate_phdr(report_one, d);
+    vms__unwind_end();
+    return rc;
 }

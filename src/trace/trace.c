@@ -988,10 +988,11 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *base)
 /* Whether the tracer runs in libvmstack-preload.so (own_lo, own_hi set); outside signal context. */
 static bool own_code(void)
 {
-    if (!own_hi) {
+    if (!own_hi && vms__modules_begin() == 0) {
         Dl_info info;
         if (dladdr((void *)own_code, &info))
             dl_iterate_phdr(find_own, info.dli_fbase);
+        vms__unwind_end();
     }
     return own_hi != 0;
 }
