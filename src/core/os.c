@@ -5,6 +5,7 @@
  * does.  Everything else asks this file, so a port starts here.
  */
 #include "core/internal.h"
+#include "core/sanitizer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,10 +68,13 @@ int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode)
 {
     int rc = 0;
 
-    if (mode == VMS_GUARD_MADVISE)
+    if (mode == VMS_GUARD_MADVISE) {
         rc = madvise(addr, bytes, MADV_GUARD_INSTALL);
-    else if (mode == VMS_GUARD_MPROTECT)
+        if (rc == 0)
+            vms__san_noaccess(addr, bytes);
+    } else if (mode == VMS_GUARD_MPROTECT) {
         rc = mprotect(addr, bytes, PROT_NONE);
+    }
     return rc ? -errno : 0;
 }
 

@@ -35,6 +35,7 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 #if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/memcheck.h>
 #include <valgrind/valgrind.h>
 #define VMS_SAN_VALGRIND 1
 #endif
@@ -145,6 +146,21 @@ static inline unsigned vms__san_stack_register(void *base, size_t size)
 #else
     (void)base, (void)size;
     return 0;
+#endif
+}
+
+/*
+ * Valgrind: [addr, addr + size) may not be touched.  Guard markers
+ * (MADV_GUARD_INSTALL) are invisible to valgrind, which takes the pages
+ * for the read-write mapping they lie in: its leak check at exit would
+ * read every word of every guard, a fault each, for minutes.
+ */
+static inline void vms__san_noaccess(void *addr, size_t size)
+{
+#ifdef VMS_SAN_VALGRIND
+    VALGRIND_MAKE_MEM_NOACCESS(addr, size);
+#else
+    (void)addr, (void)size;
 #endif
 }
 
