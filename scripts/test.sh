@@ -27,8 +27,7 @@ suite() { # DIR LABEL [ctest args...]
 
 build build-test
 suite build-test "default build, guard mode auto" -LE compat
-# memcheck once: the fiber tests under valgrind in the default guard mode only (README, Limits).
-VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect" -LE 'compat|valgrind'
+VMSTACK_GUARD=mprotect suite build-test "default build, VMSTACK_GUARD=mprotect" -LE compat
 
 build build-asan -DVMS_SANITIZE=address
 suite build-asan "AddressSanitizer+UBSan, guard mode auto"

@@ -164,6 +164,21 @@ static inline void vms__san_noaccess(void *addr, size_t size)
 #endif
 }
 
+/*
+ * Valgrind: [addr, addr + size) may be written, as fresh memory.  A stack
+ * a fiber used is left inaccessible to memcheck below the stack pointer it
+ * last had; glibc writes a thread's descriptor at the top of a stack it is
+ * given without the stack pointer ever going there.
+ */
+static inline void vms__san_accessible(void *addr, size_t size)
+{
+#ifdef VMS_SAN_VALGRIND
+    VALGRIND_MAKE_MEM_DEFINED(addr, size);
+#else
+    (void)addr, (void)size;
+#endif
+}
+
 static inline void vms__san_stack_deregister(unsigned id)
 {
 #ifdef VMS_SAN_VALGRIND

@@ -32,6 +32,7 @@
  * never a call into glibc with a descriptor that is gone.
  */
 #include "task/task.h"
+#include "core/sanitizer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -205,6 +206,7 @@ int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_sta
         task->detached = detached == PTHREAD_CREATE_DETACHED;
     }
     vms__thread_reap();
+    vms__san_accessible(st->base, st->size);
     if ((rc = vms__pthread.create(t, &a, entry, arg)))
         return rc == EINVAL ? vms__fail(rc, "pthread_create refused a %zu KiB stack: too small for the static TLS "
                                             "of this program? ask for a larger one", st->size >> 10)
