@@ -52,7 +52,9 @@ echo "=== a consumer built with pkg-config against the packages"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc -o "$tmp/consumer" tests/consumer/consumer.c $(pkg-config --define-variable=prefix="$root/usr" --cflags --libs vmstack) \
   -Wl,-rpath,"$libdir"
-ldd "$tmp/consumer" | grep -q "libvmstack.so.0 => $libdir/" ||
+# Read whole first: under pipefail, grep -q leaving early can kill ldd with SIGPIPE and fail the check.
+linked=$(ldd "$tmp/consumer")
+grep -q "libvmstack.so.0 => $libdir/" <<<"$linked" ||
   { echo "package.sh: the consumer did not link the packaged libvmstack.so"; exit 1; }
 "$tmp/consumer"
 echo "package.sh: packages built, checked, installed into a scratch root and used"
