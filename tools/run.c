@@ -514,7 +514,7 @@ static int pass_stack_limit(const char *path)
     static char line[PATH_MAX + 256];
     char num[24];
 
-    if (stack_known && program_stack.rlim_cur < LOADER_STACK && program_stack.rlim_max < LOADER_STACK) {
+    if (stack_known && program_stack.rlim_max < LOADER_STACK) {
         snprintf(line, sizeof line, "vmstack run: the hard stack limit (%llu bytes) is below the %llu the dynamic "
                  "loader may need to preload vmstack into %s: it may die before it starts; raise it with "
                  "'ulimit -H -s'\n", (unsigned long long)program_stack.rlim_max, (unsigned long long)LOADER_STACK,

@@ -545,11 +545,11 @@ static int run_table(const char *why, bool at_exit)
 {
     struct table_call c = { .why = why, .at_exit = at_exit, .rc = -1 };
     size_t guard = (size_t)sysconf(_SC_PAGESIZE);
-    char *m = mmap(NULL, guard + TABLE_STACK, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *m = vms__os_reserve(guard + TABLE_STACK);
 
-    if (m == MAP_FAILED)
+    if (!m)
         return make_table(why, at_exit);
-    if (mprotect(m + guard, TABLE_STACK, PROT_READ | PROT_WRITE)) {
+    if (vms__os_commit(m + guard, TABLE_STACK)) {
         munmap(m, guard + TABLE_STACK);
         return make_table(why, at_exit);
     }
