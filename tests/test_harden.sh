@@ -13,13 +13,15 @@ skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
 
 case $case_ in
 nofork)
-    # Start-up makes no child: the guard probe asks a system call, not a crash.  The one
-    # process made is the program, by the launcher (the first process: its pid is the smallest).
+    # Start-up makes no child: the guard probe asks a system call, not a crash.  The processes
+    # made are the program, by the launcher, and the program's keeper, by the program: a task
+    # sharing its memory, the launcher's child, never traced (keeper.c).
     command -v strace > /dev/null || skip "strace not installed"
     strace -f -qq -e trace=fork,vfork,clone,clone3 -o "$tmp/trace" "$vmstack" run -- true 2> "$tmp/err" ||
         fail "vmstack run -- true under strace: $(cat "$tmp/err")"
-    [ "$(grep -c . "$tmp/trace")" = 1 ] && ! grep -q CLONE_THREAD "$tmp/trace" ||
-        fail "start-up made a process or thread besides the program: $(cat "$tmp/trace")"
+    [ "$(grep -c . "$tmp/trace")" = 2 ] && ! grep -q CLONE_THREAD "$tmp/trace" &&
+        [ "$(grep -c 'flags=CLONE_VM|CLONE_PARENT|CLONE_UNTRACED)' "$tmp/trace")" = 1 ] ||
+        fail "start-up made a process or thread besides the program and its keeper: $(cat "$tmp/trace")"
     ;;
 forkstress)
     # fork() while other threads create, join and detach: no child may hang on a lock.

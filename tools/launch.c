@@ -7,7 +7,9 @@
  * overflow reports that could not go to the program's fd 2, once the
  * program has ended, to its own stderr (the program's as it was at start)
  * or to --output FILE, which it replaces (src/preload/outfile.c).  When
- * no exit handler ran (exit_group, a signal, SIGKILL) it says so and why.
+ * no exit handler ran (exit_group, a signal, SIGKILL), the program's
+ * keeper makes the table from the memory the program left; without a
+ * keeper, the launcher says so and why.
  * Then it ends as the program ended: its exit status, or death by its
  * signal (with no core file of the launcher's own).
  *
@@ -22,6 +24,7 @@
 #include "preload/runshm.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,11 +71,64 @@ static void no_table(const char *sub, const char *prog, pid_t pid, int status)
                         "its exit handlers (exit_group)\n", sub, prog, (int)pid, WEXITSTATUS(status));
 }
 
+/*
+ * How long the keeper may take to make the table of a program that ended
+ * without its exit handlers: symbolising chains takes seconds at most; a
+ * lock held by a killed thread (malloc's) takes forever.
+ */
+#define KEEPER_TIMEOUT_S 30
+
+/* Waits for the keeper to end, KEEPER_TIMEOUT_S at most; false when it had to be killed. */
+static bool keeper_done(pid_t keeper)
+{
+    struct timespec tick = {0, 50 * 1000 * 1000};
+    sigset_t chld;
+    int status;
+
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    for (int i = 0; i < KEEPER_TIMEOUT_S * 20; i++) {
+        pid_t got = waitpid(keeper, &status, WNOHANG);
+        if (got == keeper || (got < 0 && errno != EINTR))
+            return true;
+        sigtimedwait(&chld, NULL, &tick);
+    }
+    kill(keeper, SIGKILL);
+    while (waitpid(keeper, &status, 0) < 0 && errno == EINTR)
+        ;
+    return false;
+}
+
+/*
+ * Tells the program's keeper (src/preload/keeper.c) that the program has
+ * ended.  When its exit handlers left no table, the keeper makes it, on
+ * the memory that is still there; then it ends.
+ */
+static void wake_keeper(struct vms_run_shm *m, int status, const char *sub, const char *prog)
+{
+    pid_t keeper = atomic_load(&m->keeper);
+
+    if (!keeper)
+        return;
+    m->end_status = status;
+    atomic_store(&m->ended, 1);
+    atomic_fetch_add(&m->events, 1);
+    syscall(SYS_futex, &m->events, FUTEX_WAKE, INT32_MAX);
+    if (atomic_load(&m->table_done))
+        return; /* it ends by itself */
+    if (!keeper_done(keeper))
+        fprintf(stderr, "vmstack %s: the table of %s was not made within %d s, perhaps for a lock a killed thread "
+                        "held\n", sub, prog, KEEPER_TIMEOUT_S);
+}
+
 /* Writes what the program left; -1 when --output FILE could not be written. */
 static int write_results(struct vms_run_shm *m, const char *sub, const char *prog, pid_t pid, int status,
                          const char *output, const struct run_post *post)
 {
-    size_t n = atomic_load(&m->reports_len);
+    size_t n;
+
+    wake_keeper(m, status, sub, prog);
+    n = atomic_load(&m->reports_len);
 
     fflush(stdout);
     if (n && fwrite(m->reports, 1, n < VMS_RUN_REPORTS_MAX ? n : VMS_RUN_REPORTS_MAX, stderr) == 0)
@@ -130,10 +187,10 @@ static _Noreturn void wait_for(pid_t pid, const sigset_t *set, const sigset_t *m
                 kill(pid, sig);
             continue;
         }
-        while ((got = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR)
-            ;
-        if (got == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
-            end_as(status, write_results(m, sub, prog, pid, status, output, post), mask);
+        /* The program, or a keeper of an image it exec'd from (keeper.c). */
+        while ((got = waitpid(-1, &status, WNOHANG)) > 0 || (got < 0 && errno == EINTR))
+            if (got == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+                end_as(status, write_results(m, sub, prog, pid, status, output, post), mask);
         if (got < 0) {
             fprintf(stderr, "vmstack %s: lost %s (pid %d): %s\n", sub, prog, (int)pid, strerror(errno));
             exit(CMD_FAIL);

@@ -86,6 +86,20 @@ static struct vms_run_shm *shared(void)
     return shm && (pid_t)syscall(SYS_getpid) == shm_pid ? shm : NULL;
 }
 
+struct vms_run_shm *vms__out_shm(void)
+{
+    return shared();
+}
+
+/*
+ * The keeper, once the program is gone: the shared memory is its to
+ * write, as the program's would have been (keeper.c).
+ */
+void vms__out_adopt(void)
+{
+    shm_pid = (pid_t)syscall(SYS_getpid);
+}
+
 static bool fd2_is_ours(void)
 {
     struct stat sb;

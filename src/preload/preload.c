@@ -518,6 +518,8 @@ static void preload_start(void)
         vms__run_signal_init();
     vms__trace_preload_init(); /* on when VMSTACK_RUN_TRACE=1 */
     on_exit(at_exit, NULL);
+    if (is_the_program())
+        vms__keeper_start(); /* the table when the exit handlers never run */
     active = true;
 }
 

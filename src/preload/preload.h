@@ -85,6 +85,15 @@ int vms__out_report(const char *p, size_t len);
 /* The table at exit, for the launcher to write; -1 when there is no launcher to write it. */
 int vms__out_table(const char *text, size_t len);
 void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct vms_run_shm *vms__out_shm(void); /* the launcher's shared memory, NULL: none or not ours */
+void vms__out_adopt(void);              /* the keeper takes the program's place there */
+
+/*
+ * keeper.c: the task that makes the table when the program ends without
+ * its exit handlers (exit_group, a fatal signal); started once the
+ * shared memory is attached.
+ */
+void vms__keeper_start(void);
 
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
 void vms__sigchain_init(void);  /* before the overflow handler is installed */
@@ -112,6 +121,11 @@ size_t vms__run_measure(const struct run_thread *t);
 int vms__run_table(const char *why);
 /* The table at exit, once, by the process 'vmstack run' started; -1 as vms__run_table. */
 int vms__run_exit_table(void);
+/*
+ * The table made by the keeper of program pid (main thread called name),
+ * gone as why says ("exit_group", "death by SIGKILL").
+ */
+int vms__run_keeper_table(pid_t pid, const char *name, const char *why);
 /* Registers the table's part of the fork handling (core/fork.c). */
 void vms__run_fork_init(void);
 /* Starts the helper thread that prints the table on opts.report_signal. */

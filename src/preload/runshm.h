@@ -7,8 +7,9 @@
  * In it the program leaves what the launcher writes once the program has
  * ended, however it ends:
  *   - the table at exit (text, or JSON), made by the program's exit
- *     handlers; when they never ran (exit_group, SIGKILL, abort) the
- *     launcher says so;
+ *     handlers; when they never ran (exit_group, SIGKILL, abort), by the
+ *     program's keeper (keeper.c), which the launcher wakes once it has
+ *     reaped the program;
  *   - overflow reports that could not go to the program's fd 2 at the
  *     time (fd 2 closed, or reopened to another file).
  * Only the process 'vmstack run' started writes here (VMSTACK_RUN_PID):
@@ -33,6 +34,11 @@ struct vms_run_shm {
     _Atomic uint32_t attached;     /* a program mapped it */
     _Atomic uint32_t table_done;   /* text[0, text_len) is the table at exit */
     _Atomic uint32_t reported;     /* an overflow report was written: it says why the program died */
+    _Atomic uint32_t events;       /* futex word of the keeper: changes when generation or ended does */
+    _Atomic uint32_t generation;   /* images of the program that attached (one more at each exec) */
+    _Atomic int32_t keeper;        /* pid of the newest image's keeper, 0: none */
+    _Atomic uint32_t ended;        /* the launcher reaped the program: end_status is its wait status */
+    int32_t end_status;
     _Atomic size_t reports_len;    /* bytes reserved in reports */
     size_t text_len;
     char reports[VMS_RUN_REPORTS_MAX];

@@ -54,6 +54,8 @@ static struct run_thread *live;          /* running threads */
 static struct run_thread **done;         /* finished threads' rows */
 static size_t ndone, done_cap;
 static struct run_thread *folded;        /* past ROWS_MAX: one row per start routine */
+static pid_t kept_pid;                   /* in the keeper: the program's pid, which the table is of */
+static const char *kept_name;            /* and its main thread's name */
 
 /* One line of the table, copied under the lock and printed after. */
 struct row {
@@ -224,6 +226,11 @@ int vms__run_main_stack(char **lo, char **hi)
 }
 
 /* A thread's name as the kernel has it now; false (name untouched) if it is gone. */
+static pid_t program_pid(void)
+{
+    return kept_pid ? kept_pid : getpid();
+}
+
 static bool task_comm(pid_t tid, char name[16])
 {
     char path[64], buf[17];
@@ -249,10 +256,12 @@ static void main_row(struct row *r)
 
     memset(r, 0, sizeof *r);
     r->is_main = true;
-    r->tid = getpid();
+    r->tid = program_pid();
     r->count = 1;
     r->guard = MAIN_GUARD_PAGES * vms__g.page;
-    if (!task_comm(r->tid, r->name))
+    if (kept_name)
+        snprintf(r->name, sizeof r->name, "%s", kept_name);
+    else if (!task_comm(r->tid, r->name))
         prctl(PR_GET_NAME, r->name); /* no descriptor left: the exiting thread's name, most often the main one's */
     if (vms__run_main_stack(&lo, &hi))
         return;
@@ -448,7 +457,7 @@ static void json_table(FILE *f, const struct row *rows, size_t n, const char *wh
     vms__json_init(&j, buf, sizeof buf, vms__json_sink_file, f, true);
     vms__json_obj(&j);
     vms__json_key(&j, "pid");
-    vms__json_int(&j, getpid());
+    vms__json_int(&j, program_pid());
     vms__json_key(&j, "program");
     vms__json_str(&j, program_invocation_short_name);
     vms__json_key(&j, "when");
@@ -475,7 +484,8 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
         json_table(f, rows, n, why);
         return;
     }
-    fprintf(f, "vmstack run: stack usage of %s (pid %d) at %s\n", program_invocation_short_name, (int)getpid(), why);
+    fprintf(f, "vmstack run: stack usage of %s (pid %d) at %s\n", program_invocation_short_name, (int)program_pid(),
+            why);
     fprintf(f, "%8s  %-15s  %-28s %7s %7s %9s %6s\n", "TID", "NAME", "START", "STACK", "GUARD", "PEAK", "USED%");
     for (size_t i = 0; i < n; i++)
         text_row(f, &rows[i]);
@@ -507,7 +517,7 @@ static int make_table(const char *why, bool at_exit)
         format(f, rows, n, why);
         /* 'vmstack trace' adds the deepest chains, in the same single write (JSON: inside the table's object). */
         if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed) && !vms__run_opts.json)
-            vms__trace_format(f, why);
+            vms__trace_format(f, why, program_pid());
         fclose(f);
         /* One write, never mixed with the program's own buffered stderr. */
         rc = deliver(text, len, at_exit);
@@ -570,6 +580,20 @@ int vms__run_exit_table(void)
     if ((vms__run_opts.pid && vms__run_opts.pid != getpid()) || atomic_exchange(&printed, 1))
         return 0;
     return run_table("exit", true);
+}
+
+/*
+ * In the keeper, the only task left in the program's memory: locks that
+ * the program's threads held when they were killed are free again, as
+ * they would be in a forked child.
+ */
+int vms__run_keeper_table(pid_t pid, const char *name, const char *why)
+{
+    pthread_mutex_init(&rows_lock, NULL);
+    pthread_mutex_init(&out_lock, NULL);
+    kept_pid = pid;
+    kept_name = name;
+    return run_table(why, true);
 }
 
 /* ---- the table on a signal ---- */

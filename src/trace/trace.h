@@ -150,8 +150,8 @@ int vms__trace_tracer(void);
 /* Whether valgrind runs the process (no tripwires either: depths from the dead stack). */
 bool vms__trace_on_valgrind(void);
 
-/* tracetable.c: the report, in the kernel's format. */
-void vms__trace_format(FILE *f, const char *why);
+/* tracetable.c: the report, in the kernel's format, of process pid (the table's keeper is not it). */
+void vms__trace_format(FILE *f, const char *why, pid_t pid);
 /*
  * The same report as one JSON object (chains with their frames unfolded,
  * quiet tasks, frame warnings), written as the value the caller's writer

@@ -322,7 +322,7 @@ static void put_warnings(FILE *f, struct symbolizer *z)
     free(w);
 }
 
-void vms__trace_format(FILE *f, const char *why)
+void vms__trace_format(FILE *f, const char *why, pid_t pid)
 {
     struct vms_trace_chain *c;
     size_t n = vms__trace_collect(&c);
@@ -335,7 +335,7 @@ void vms__trace_format(FILE *f, const char *why)
     }
     z->d = open_dwfl();
     fprintf(f, "\nvmstack trace: deepest call chains of %s (pid %d) at %s; depths exact to the word\n",
-            program_invocation_short_name, (int)getpid(), why);
+            program_invocation_short_name, (int)pid, why);
     if (vms__trace_tracer())
         fprintf(f, "no tripwires: the process is ptraced (by pid %d), where each would stop it; depths and "
                    "chains come from the dead stacks of ended tasks alone\n",
@@ -514,7 +514,7 @@ int vms_trace_report(int fd)
     vms__symbols_snapshot();
     if (!(f = open_memstream(&text, &len)))
         return vms__fail(ENOMEM, "vms_trace_report: out of memory for the report");
-    vms__trace_format(f, "vms_trace_report");
+    vms__trace_format(f, "vms_trace_report", getpid());
     fclose(f);
     /* One write where it fits, so that reports from two threads do not mix. */
     rc = vms__os_write_all(fd, text, len);

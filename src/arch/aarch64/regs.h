@@ -122,4 +122,22 @@ static inline void vms__arch_cpu_relax(void)
     __asm__ volatile("yield");
 }
 
+/*
+ * A system call that touches no memory of the calling thread's but its
+ * arguments: no errno (the answer is -errno), no TLS.  For a task that
+ * shares the address space and the TLS pointer of a running thread
+ * (src/preload/keeper.c), where errno would be that thread's.
+ */
+static inline long vms__arch_syscall4(long nr, long a, long b, long c, long d)
+{
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+}
+
 #endif

@@ -109,4 +109,19 @@ static inline void vms__arch_cpu_relax(void)
     __builtin_ia32_pause();
 }
 
+/*
+ * A system call that touches no memory of the calling thread's but its
+ * arguments: no errno (the answer is -errno), no TLS.  For a task that
+ * shares the address space and the TLS pointer of a running thread
+ * (src/preload/keeper.c), where errno would be that thread's.
+ */
+static inline long vms__arch_syscall4(long nr, long a, long b, long c, long d)
+{
+    register long r10 __asm__("r10") = d;
+    long ret;
+
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+}
+
 #endif
