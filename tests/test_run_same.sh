@@ -106,6 +106,31 @@ asan)
     [ "$(LD_PRELOAD=$lib "$vmstack" run --output "$tmp/table" -- printenv LD_PRELOAD | cut -d: -f1)" = "$lib" ] ||
         fail "LD_PRELOAD=$lib does not stay first"
     ;;
+preload_libc)
+    # glibc itself in LD_PRELOAD (by path, by name, beside another library, its threads library):
+    # the program runs as plain, and its threads are on guarded stacks (vmstack's 128K guard).
+    libc=$(ldd "$bin/run_attr" | awk '$1 == "libc.so.6" { print $3 }')
+    libm=$(dirname "$libc")/libm.so.6
+    i=0
+    for pre in "$libc" libc.so.6 "$libc $libm" "$libm:$libc" libpthread.so.0 "$(dirname "$libc")/libpthread.so.0"; do
+        i=$((i + 1))
+        LD_PRELOAD=$pre "$bin/run_attr" > "$tmp/p$i.plain" 2> "$tmp/p$i.plain.err"; echo $? > "$tmp/p$i.plain.rc"
+        for mode in run trace; do
+            LD_PRELOAD=$pre "$vmstack" $mode --guard 128K --output "$tmp/p$i.$mode.table" -- "$bin/run_attr" \
+                > "$tmp/p$i.$mode" 2> "$tmp/p$i.$mode.err"; echo $? > "$tmp/p$i.$mode.rc"
+            [ "$(grep -c ' run_attr  *show  *8M  *128K ' "$tmp/p$i.$mode.table")" -ge 10 ] ||
+                fail "LD_PRELOAD=$pre, $mode: the threads are not on guarded stacks: $(cat "$tmp/p$i.$mode.table" "$tmp/p$i.$mode.err")"
+        done
+        sed -i 's/ guard [0-9]* / guard 131072 /' "$tmp/p$i.plain"
+        [ "$(cat "$tmp/p$i.plain.rc")" = 0 ] || fail "LD_PRELOAD=$pre, plain: exit $(cat "$tmp/p$i.plain.rc")"
+        same "p$i"
+    done
+    # Preloaded by hand after glibc, the library cannot interpose: it says so and what to do (the
+    # shell may add its own "Aborted" line).
+    LD_PRELOAD="libc.so.6:$(dirname "$vmstack")/libvmstack-preload.so" "$bin/run_attr" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 134 ] && [ "$(head -n 1 "$tmp/err")" = "vmstack run: libc comes before libvmstack-preload.so in LD_PRELOAD, so pthread_create cannot be interposed: put libvmstack-preload.so before it; aborting" ] ||
+        fail "by hand after glibc: exit $rc: $(cat "$tmp/err")"
+    ;;
 altstack)
     # The program reads back and replaces its own alternate signal stack, never vmstack's, one thread
     # after the other on reused stacks; the kernel refuses what it would refuse.
