@@ -106,6 +106,77 @@ asan)
     [ "$(LD_PRELOAD=$lib "$vmstack" run --output "$tmp/table" -- printenv LD_PRELOAD | cut -d: -f1)" = "$lib" ] ||
         fail "LD_PRELOAD=$lib does not stay first"
     ;;
+preload_libc)
+    # glibc itself in LD_PRELOAD (by path, by name, beside another library, its threads library):
+    # the program runs as plain, and its threads are on guarded stacks (vmstack's 128K guard).
+    libc=$(ldd "$bin/run_attr" | awk '$1 == "libc.so.6" { print $3 }')
+    libm=$(dirname "$libc")/libm.so.6
+    i=0
+    for pre in "$libc" libc.so.6 "$libc $libm" "$libm:$libc" libpthread.so.0 "$(dirname "$libc")/libpthread.so.0"; do
+        i=$((i + 1))
+        LD_PRELOAD=$pre "$bin/run_attr" > "$tmp/p$i.plain" 2> "$tmp/p$i.plain.err"; echo $? > "$tmp/p$i.plain.rc"
+        for mode in run trace; do
+            LD_PRELOAD=$pre "$vmstack" $mode --guard 128K --output "$tmp/p$i.$mode.table" -- "$bin/run_attr" \
+                > "$tmp/p$i.$mode" 2> "$tmp/p$i.$mode.err"; echo $? > "$tmp/p$i.$mode.rc"
+            [ "$(grep -c ' run_attr  *show  *8M  *128K ' "$tmp/p$i.$mode.table")" -ge 10 ] ||
+                fail "LD_PRELOAD=$pre, $mode: the threads are not on guarded stacks: $(cat "$tmp/p$i.$mode.table" "$tmp/p$i.$mode.err")"
+        done
+        sed -i 's/ guard [0-9]* / guard 131072 /' "$tmp/p$i.plain"
+        [ "$(cat "$tmp/p$i.plain.rc")" = 0 ] || fail "LD_PRELOAD=$pre, plain: exit $(cat "$tmp/p$i.plain.rc")"
+        same "p$i"
+    done
+    # Preloaded by hand after glibc, the library cannot interpose: it says so and what to do (the
+    # shell may add its own "Aborted" line).
+    LD_PRELOAD="libc.so.6:$(dirname "$vmstack")/libvmstack-preload.so" "$bin/run_attr" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 134 ] && [ "$(head -n 1 "$tmp/err")" = "vmstack run: libc comes before libvmstack-preload.so in LD_PRELOAD, so pthread_create cannot be interposed: put libvmstack-preload.so before it; aborting" ] ||
+        fail "by hand after glibc: exit $rc: $(cat "$tmp/err")"
+    ;;
+altstack)
+    # The program reads back and replaces its own alternate signal stack, never vmstack's, one thread
+    # after the other on reused stacks; the kernel refuses what it would refuse.
+    each alt "$bin/run_altstack"
+    same alt
+    grep -qx 'thread 7 at start: flags 0x2, no stack, size 0' "$tmp/alt.plain" &&
+        grep -qx 'handler on it: flags 0x1, its own, size its own' "$tmp/alt.plain" &&
+        grep -qx 'handler: replacing it: EPERM' "$tmp/alt.plain" &&
+        grep -qx 'thread 0: too small: ENOMEM' "$tmp/alt.plain" || fail "the kernel itself says otherwise: $(cat "$tmp/alt.plain")"
+    ;;
+asan_threads_reused)
+    # AddressSanitizer's runtime unmaps, at each thread's exit, the alternate stack it read back: a
+    # program built with it runs as plain under run and trace, threads one after the other reusing
+    # stacks, recursing on them and on main, and the trace has every thread's chain; an overflow
+    # in a thread after those is reported, then ASan's own report follows, as plain.
+    cc -fsanitize=address -fno-omit-frame-pointer -D_GNU_SOURCE -pthread -o "$tmp/alt_asan" \
+        "$(dirname "$0")/run_altstack.c" 2> "$tmp/cc.err" || skip "no ASan: $(cat "$tmp/cc.err")"
+    cc -fsanitize=address -D_GNU_SOURCE -pthread -o "$tmp/attr_asan" "$(dirname "$0")/run_attr.c" 2> "$tmp/cc.err" ||
+        fail "cc: $(cat "$tmp/cc.err")"
+    # ASan as it is by default (the tests' environment turns its SIGSEGV handler off).
+    unset ASAN_OPTIONS
+    each alt "$tmp/alt_asan"
+    same alt
+    [ "$(cat "$tmp/alt.plain.rc")" = 0 ] && [ "$(grep -c ': recursed: 1$' "$tmp/alt.plain")" = 9 ] ||
+        fail "plain: exit $(cat "$tmp/alt.plain.rc"): $(cat "$tmp/alt.plain" "$tmp/alt.plain.err")"
+    [ "$(grep -c '^thread .*, start routine asan_thread_start(void\*): [0-9]* of [0-9]* stack bytes deep' \
+        "$tmp/alt.trace.table")" = 8 ] && grep -q "^main thread 'alt_asan' (pid [0-9]*): [0-9]* of [0-9]* stack bytes deep" \
+        "$tmp/alt.trace.table" || fail "not every thread's chain in the trace: $(cat "$tmp/alt.trace.table")"
+    each attr "$tmp/attr_asan"
+    for mode in plain run trace; do
+        sed 's/ guard [0-9]* / guard 131072 /' "$tmp/attr.$mode" > "$tmp/attr.$mode.g" && mv "$tmp/attr.$mode.g" "$tmp/attr.$mode"
+    done
+    same attr
+    each ovf "$tmp/alt_asan" overflow
+    for mode in run trace; do
+        for f in "" .rc; do
+            cmp -s "$tmp/ovf.plain$f" "$tmp/ovf.$mode$f" || fail "overflow: $mode$f differs from plain:
+$(diff "$tmp/ovf.plain$f" "$tmp/ovf.$mode$f")"
+        done
+        grep -q "^vmstack: thread 'alt_asan' (tid [0-9]*), start routine .*asan_thread_start" "$tmp/ovf.$mode.err" &&
+            grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/ovf.$mode.err" &&
+            grep -q '^==[0-9]*==ERROR: AddressSanitizer: stack-overflow on address' "$tmp/ovf.$mode.err" ||
+            fail "overflow under $mode: $(cat "$tmp/ovf.$mode.err")"
+    done
+    [ "$(cat "$tmp/ovf.plain.rc")" = 1 ] || fail "plain: exit $(cat "$tmp/ovf.plain.rc"): $(cat "$tmp/ovf.plain.err")"
+    ;;
 sigaction)
     # Handlers, flags (SA_RESTORER kept, no SA_ONSTACK added) and masks read back as set.
     each sa "$bin/run_sigaction"

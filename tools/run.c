@@ -18,6 +18,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/lib-names.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -394,11 +395,10 @@ static bool sanitizer_name(const char *name)
 }
 
 /*
- * The sanitizer runtime path's program needs (gcc links libasan.so), into
- * name; false when none.  Such a runtime refuses to start unless it comes
- * before every other library, so it goes first in LD_PRELOAD, ahead of ours.
+ * The first string of a DT_NEEDED or DT_SONAME (tag) entry of the ELF file
+ * at path that match accepts, into name; false when none does.
  */
-static bool sanitizer_runtime(const char *path, char *name, size_t n)
+static bool dynamic_name(const char *path, Elf64_Sxword tag, bool (*match)(const char *), char *name, size_t n)
 {
     Elf64_Ehdr eh;
     Elf64_Phdr ph;
@@ -429,10 +429,10 @@ static bool sanitizer_runtime(const char *path, char *name, size_t n)
     for (size_t i = 0; i < ndyn && !found && pread(fd, &d, sizeof d, dyn + (off_t)(i * sizeof d)) == (ssize_t)sizeof d &&
                        d.d_tag != DT_NULL; i++) {
         ssize_t got;
-        if (d.d_tag != DT_NEEDED || (got = pread(fd, name, n - 1, str + (off_t)d.d_un.d_val)) <= 0)
+        if (d.d_tag != tag || (got = pread(fd, name, n - 1, str + (off_t)d.d_un.d_val)) <= 0)
             continue;
         name[got] = '\0';
-        found = strlen(name) < n - 1 && sanitizer_name(name);
+        found = strlen(name) < n - 1 && match(name);
     }
 out:
     close(fd);
@@ -440,20 +440,68 @@ out:
 }
 
 /*
+ * The sanitizer runtime path's program needs (gcc links libasan.so), into
+ * name; false when none.  Such a runtime refuses to start unless it comes
+ * before every other library, so it goes first in LD_PRELOAD, ahead of ours.
+ */
+static bool sanitizer_runtime(const char *path, char *name, size_t n)
+{
+    return dynamic_name(path, DT_NEEDED, sanitizer_name, name, n);
+}
+
+/* Whether a library name is glibc's C or threads library, which define the calls we interpose. */
+static bool libc_name(const char *name)
+{
+    return !strcmp(name, LIBC_SO) || !strcmp(name, LIBPTHREAD_SO);
+}
+
+/*
+ * Whether an LD_PRELOAD entry is glibc itself, by its file name or, for a
+ * path, by its DT_SONAME (libc-2.31.so, a copy under another name).
+ */
+static bool preloads_libc(const char *entry)
+{
+    const char *base = strrchr(entry, '/');
+    char soname[64];
+
+    return libc_name(base ? base + 1 : entry) ||
+           (base && dynamic_name(entry, DT_SONAME, libc_name, soname, sizeof soname));
+}
+
+/*
  * LD_PRELOAD: a sanitizer runtime the program needs, then what the
  * environment already preloads, in its order, then ours: a library
  * preloaded on purpose (a sanitizer's runtime, an interposer) keeps its
- * place before ours, as it has without vmstack.
+ * place before ours, as it has without vmstack.  glibc itself preloaded
+ * (LD_PRELOAD=libc.so.6) is not such a library: coming before ours it
+ * would answer the program's pthread calls and leave ours nothing to call
+ * on to, so ours goes right before it.
  */
 static char *preload_list(const char *path, const char *preload)
 {
     const char *old = getenv("LD_PRELOAD");
-    char runtime[64], *ld;
+    char runtime[64], *ld, *copy, *entry, *save = NULL;
     bool first = sanitizer_runtime(path, runtime, sizeof runtime) && !(old && strstr(old, runtime));
+    bool placed = false;
+    size_t len = strlen(runtime) + (old ? strlen(old) : 0) + strlen(preload) + 3;
 
-    if (asprintf(&ld, "%s%s%s%s%s", first ? runtime : "", first ? ":" : "", old && *old ? old : "",
-                 old && *old ? ":" : "", preload) < 0)
+    if (!(ld = calloc(len, 1)) || !(copy = strdup(old ? old : ""))) {
+        free(ld);
         return NULL;
+    }
+    if (first)
+        strcat(ld, runtime);
+    /* The dynamic loader's separators: spaces and colons; empty entries are none. */
+    for (entry = strtok_r(copy, " :", &save); entry; entry = strtok_r(NULL, " :", &save)) {
+        if (!placed && preloads_libc(entry)) {
+            strcat(strcat(ld, *ld ? ":" : ""), preload);
+            placed = true;
+        }
+        strcat(strcat(ld, *ld ? ":" : ""), entry);
+    }
+    if (!placed)
+        strcat(strcat(ld, *ld ? ":" : ""), preload);
+    free(copy);
     return ld;
 }
 

@@ -72,11 +72,20 @@ __attribute__((constructor)) static void install_lock_at_fork(void)
 #define TLS_IE __thread __attribute__((tls_model("initial-exec")))
 static TLS_IE int alt_ready;           /* this thread has its altstack (or is getting it) */
 static TLS_IE vms_stack alt;
-static TLS_IE stack_t alt_prev;        /* the thread's altstack before ours, restored at exit */
+static TLS_IE stack_t alt_prev;        /* the program's own altstack (before ours, or set since), restored at exit */
 static TLS_IE uintptr_t passed_ip, passed_addr; /* the last fault this thread passed on */
 static TLS_IE char *report_area;       /* the top REPORT_BYTES of alt, or NULL */
 static TLS_IE sigjmp_buf *nested_env;  /* armed: a fault while unwinding jumps here */
 static pthread_key_t alt_key;
+
+/*
+ * The kernel's alternate stack, never through the sigaltstack symbol:
+ * under 'vmstack run' that is the program's view (vms__altstack_program).
+ */
+int vms__altstack_kernel(const stack_t *ss, stack_t *old)
+{
+    return (int)syscall(SYS_sigaltstack, ss, old);
+}
 
 /* ---- classification ---- */
 
@@ -553,7 +562,7 @@ static void handle_switched(void *p, uintptr_t unused)
     struct switched *s = p;
     stack_t mine = {.ss_sp = alt.base, .ss_size = (size_t)(report_area - (char *)alt.base)};
 
-    s->swapped = sigaltstack(&mine, &s->theirs) == 0;
+    s->swapped = vms__altstack_kernel(&mine, &s->theirs) == 0;
     handle(s->f, s->si);
 }
 
@@ -572,7 +581,7 @@ static void handle_on_own_stack(struct vms_fault *f, siginfo_t *si)
     vms__call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s, 0);
     /* Back on the program's stack, which may be registered again now. */
     if (s.swapped)
-        sigaltstack(&s.theirs, NULL);
+        vms__altstack_kernel(&s.theirs, NULL);
 }
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
@@ -689,7 +698,7 @@ int vms__altstack_ensure(void)
     report_area = (char *)alt.base + alt.size - REPORT_BYTES;
     ss.ss_sp = alt.base;
     ss.ss_size = alt.size - REPORT_BYTES;
-    if (sigaltstack(&ss, &alt_prev)) {
+    if (vms__altstack_kernel(&ss, &alt_prev)) {
         rc = vms__fail(errno, "sigaltstack failed: %s", strerror(errno));
         atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
         vms_stack_free(&alt);
@@ -716,7 +725,7 @@ int vms__altstack_drop(void)
     if (!alt_ready)
         return 0;
     /* One call: it fails (EPERM) while we run on the altstack, which must then not be freed. */
-    if (sigaltstack(&alt_prev, NULL))
+    if (vms__altstack_kernel(&alt_prev, NULL))
         return vms__fail(EBUSY, "the alternate signal stack is in use: not from a signal handler");
     pthread_setspecific(alt_key, NULL);
     atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
@@ -724,6 +733,49 @@ int vms__altstack_drop(void)
     report_area = NULL;
     alt_ready = 0;
     return 0;
+}
+
+/*
+ * The program sees its own alternate stack, never ours: without this a
+ * sanitizer's runtime, finding one in place, leaves it, and at thread exit
+ * disables it and unmaps what it read back (ASan: UnsetAlternateSignalStack),
+ * our stack's memory, which the next thread to get that stack then faults
+ * on.  So the program's stack is only recorded (alt_prev) while the kernel
+ * keeps ours, and what it reads back is its own, as the kernel would give
+ * it.  A stack it sets is first given to the kernel, which checks it
+ * (EINVAL, ENOMEM, EPERM on the alternate stack) and keeps it as it would
+ * without vmstack; ours goes back at once, with the signals that could
+ * arrive in between blocked (synchronous faults cannot: none can happen).
+ */
+bool vms__altstack_program(const stack_t *ss, stack_t *old, int *rc)
+{
+    stack_t mine = {.ss_sp = alt.base, .ss_size = (size_t)(report_area - (char *)alt.base)}, now, kept;
+    stack_t was = alt_prev;
+    sigset_t all, mask;
+
+    if (!report_area || vms__altstack_kernel(NULL, &now) || now.ss_sp != mine.ss_sp)
+        return false; /* none of ours, or the program set one past this call: the kernel's own answer */
+    if ((now.ss_flags & SS_ONSTACK) && !(was.ss_flags & SS_DISABLE))
+        was.ss_flags |= SS_ONSTACK; /* the program's handlers run on ours where they would have run on its own */
+    *rc = 0;
+    if (ss) {
+        sigfillset(&all);
+        sigdelset(&all, SIGSEGV);
+        sigdelset(&all, SIGBUS);
+        sigdelset(&all, SIGILL);
+        sigdelset(&all, SIGFPE);
+        sigdelset(&all, SIGTRAP);
+        pthread_sigmask(SIG_BLOCK, &all, &mask);
+        if ((*rc = vms__altstack_kernel(ss, NULL)) == 0) {
+            vms__altstack_kernel(&mine, &kept);
+            kept.ss_flags &= ~SS_ONSTACK;
+            alt_prev = kept;
+        }
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    }
+    if (*rc == 0 && old)
+        *old = was;
+    return true;
 }
 
 /* Thread exit: the previous altstack back (a sanitizer may unmap it), ours freed. */

@@ -186,6 +186,15 @@ int vms__fault_thread_init(void);
 int vms__altstack_ensure(void);
 /* Frees the calling thread's alternate stack, restoring its earlier one; -EBUSY while on it. */
 int vms__altstack_drop(void);
+/* sigaltstack(2) itself, past any interposer (the preload library's included). */
+int vms__altstack_kernel(const stack_t *ss, stack_t *old);
+/*
+ * sigaltstack as the program sees it while the kernel keeps this thread's
+ * alternate stack of ours: the program's own, recorded, read back as set.
+ * False when the thread has none of ours in place (the call is the
+ * kernel's); else true, with sigaltstack's result in *rc (errno set).
+ */
+bool vms__altstack_program(const stack_t *ss, stack_t *old, int *rc);
 
 /* ---- foreign.c: stacks of other coroutine libraries ---- */
 

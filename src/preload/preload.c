@@ -56,6 +56,11 @@ static void *next_fn(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
 
+    if (!p && dlsym(RTLD_DEFAULT, name)) { /* glibc preloaded before us (vmstack run puts us first) */
+        vms__out_printf("vmstack run: libc comes before libvmstack-preload.so in LD_PRELOAD, so %s cannot be "
+                        "interposed: put libvmstack-preload.so before it; aborting\n", name);
+        abort();
+    }
     if (!p) { /* libc without the call we interpose: nothing sensible is left to do */
         vms__out_printf("vmstack run: libc has no %s, which libvmstack-preload.so interposes: aborting\n", name);
         abort();

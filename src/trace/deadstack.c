@@ -20,6 +20,7 @@
 #include "arch/arch.h"
 #include "core/internal.h"
 #include "core/sanitizer.h"
+#include "fault/fault.h"
 #include "trace/trace.h"
 
 #include "trace/dw.h"
@@ -151,7 +152,7 @@ void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
     stack_t ss;
 
     sp = vms__arch_sp();
-    if (sigaltstack(NULL, &ss) || (ss.ss_flags & (SS_DISABLE | SS_ONSTACK)) || ss.ss_size < ALTSTACK_NEEDED) {
+    if (vms__altstack_kernel(NULL, &ss) || (ss.ss_flags & (SS_DISABLE | SS_ONSTACK)) || ss.ss_size < ALTSTACK_NEEDED) {
         fn(arg, sp - OWN_SLACK); /* in place: what the task wrote right below here may be lost */
         return;
     }
