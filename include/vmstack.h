@@ -120,8 +120,10 @@ VMS_API int vms_config_from_env(vms_config *cfg);
 /*
  * Initialises vmstack with *cfg, or with defaults plus environment when cfg
  * is NULL.  Calling nothing is fine too: the first allocation initialises
- * with defaults plus environment.  Returns 0; -EINVAL for bad settings;
- * -EBUSY if vmstack was already initialised with different settings;
+ * with defaults plus environment.  Returns 0; -EINVAL for bad settings
+ * (also when vmstack is initialised already: a guard that is not whole
+ * pages, say); -EBUSY if vmstack was already initialised with different,
+ * valid settings;
  * -ENOMEM if the guard probe could not map its two pages.  Under `vmstack
  * run`, a program linked with libvmstack.so shares the run's instance,
  * which starts with the defaults plus environment; the program's own

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The aarch64 build, cross-compiled and run under qemu-user: the fiber,
 # scheduler, geometry and size-class tests with -cpu max (PAC, BTI, SVE)
-# and once with -cpu cortex-a57; an overflow report and kill checked line
+# and once with -cpu cortex-a57; geometry and fibers at 16 and 64 KiB
+# pages (-p); an overflow report and kill checked line
 # by line; checkstack on aarch64 builds of cs_frames.c and of vmstack's
 # own sources against -fstack-usage.  VMSTACK_RESERVE is small: qemu
 # tracks every reserved page, and 256 GiB would cost it 1.6 GB.
@@ -28,9 +29,24 @@ echo "=== aarch64 under qemu -cpu max"
 echo "=== aarch64 under qemu -cpu cortex-a57"
 (cd "$dir" && QEMU_CPU=cortex-a57 ctest --output-on-failure -j"$(nproc)" -R '^(test_fiber_sched|test_pagesize)$')
 
-echo "=== aarch64 overflow report and kill"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# arm64 kernels also run 16 KiB and 64 KiB pages: geometry, guards on both
+# sides of every class, a 4 KiB guard refused by name, and fibers joined
+# and killed, at each.  qemu 7.2 keeps 4 KiB page flags under
+# -p; the preloaded scripts/qemu-pageflags.c marks valid the loader's page
+# tails it leaves out (see there).  Not run at larger pages: test_sizeclass,
+# test_usage and test_fiber_sched check 4 KiB granularity themselves, and
+# test_guards, test_fiber_threads, test_fiber_sync and test_fiber_wait
+# outlast their time limit there under qemu (not yet understood).
+aarch64-linux-gnu-gcc -O2 -shared -fPIC -o "$tmp/pageflags.so" scripts/qemu-pageflags.c
+for pg in 16384 65536; do
+    echo "=== aarch64 under qemu -cpu max -p $pg"
+    (cd "$dir" && QEMU_CPU=max QEMU_PAGESIZE=$pg QEMU_SET_ENV=LD_PRELOAD="$tmp/pageflags.so" \
+        ctest --output-on-failure -j"$(nproc)" -R '^(test_pagesize|test_fiber_join|test_fiber_join_noguard)$')
+done
+
+echo "=== aarch64 overflow report and kill"
 cat > "$tmp/ov.c" <<'C'
 #include <vmstack.h>
 #include <stdio.h>
@@ -47,19 +63,22 @@ int main(void)
 }
 C
 aarch64-linux-gnu-gcc -O1 -g -fno-inline -o "$tmp/ov" "$tmp/ov.c" -Iinclude -L"$dir" -lvmstack -Wl,-rpath,"$PWD/$dir"
-QEMU_CPU=max qemu-aarch64 "$tmp/ov" > "$tmp/out" 2> "$tmp/err"
-cat "$tmp/err"
 fails=0
 expect() { grep -Eq "$1" "$tmp/err" || { echo "FAIL: no line matching: $1"; fails=$((fails + 1)); }; }
-expect '^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]+ \(stack is 0x[0-9a-f]+\.\.0x[0-9a-f]+\)$'
-expect "^vmstack: fiber 'deep' \(id 1\) on thread '.*' \(tid [0-9]+\), start routine fib\+0x0/0x[0-9a-f]+ \[ov\]$"
-expect '^vmstack: stack 64 KiB, guard 64 KiB at 0x[0-9a-f]+\.\.0x[0-9a-f]+; sp is [0-9]+ bytes below the top$'
-expect '^vmstack: ip 0x[0-9a-f]+ sp 0x[0-9a-f]+ bp 0x[0-9a-f]+$'
-expect '^vmstack: Call Trace:$'
-expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]$'
-expect '^vmstack:  \[<0x[0-9a-f]+>\] fib\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]$'
-expect "^vmstack: killed fiber 'deep'$"
-grep -qx 'end 2' "$tmp/out" || { echo "FAIL: the fiber did not end killed: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+for pg in 4096 16384 65536; do
+    echo "--- page $pg"
+    QEMU_CPU=max QEMU_PAGESIZE=$pg QEMU_SET_ENV=LD_PRELOAD="$tmp/pageflags.so" qemu-aarch64 "$tmp/ov" > "$tmp/out" 2> "$tmp/err"
+    cat "$tmp/err"
+    expect '^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]+ \(stack is 0x[0-9a-f]+\.\.0x[0-9a-f]+\)$'
+    expect "^vmstack: fiber 'deep' \(id 1\) on thread '.*' \(tid [0-9]+\), start routine fib\+0x0/0x[0-9a-f]+ \[ov\]$"
+    expect '^vmstack: stack 64 KiB, guard 64 KiB at 0x[0-9a-f]+\.\.0x[0-9a-f]+; sp is [0-9]+ bytes below the top$'
+    expect '^vmstack: ip 0x[0-9a-f]+ sp 0x[0-9a-f]+ bp 0x[0-9a-f]+$'
+    expect '^vmstack: Call Trace:$'
+    expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]$'
+    expect '^vmstack:  \[<0x[0-9a-f]+>\] fib\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]$'
+    expect "^vmstack: killed fiber 'deep'$"
+    grep -qx 'end 2' "$tmp/out" || { echo "FAIL: the fiber did not end killed: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+done
 [ "$fails" = 0 ] || exit 1
 
 echo "=== checkstack on aarch64 code against -fstack-usage"

@@ -180,10 +180,6 @@ static bool config_equal(const vms_config *a, const vms_config *b)
 
 static int init_locked(const vms_config *cfg)
 {
-    int rc = vms__config_check(cfg);
-
-    if (rc)
-        return rc;
     vms__g.cfg = *cfg;
     atomic_store(&vms__g.scrub, cfg->scrub != 0);
     if (cfg->guard == VMS_GUARD_NONE)
@@ -212,11 +208,8 @@ static int init_locked(const vms_config *cfg)
  */
 static int replace_locked(const vms_config *cfg)
 {
-    int rc = vms__config_check(cfg);
     vms_config next = *cfg;
 
-    if (rc)
-        return rc;
     /* auto is whichever guard the run found, unless that is none. */
     if ((cfg->guard != vms__g.cfg.guard && (cfg->guard != VMS_GUARD_AUTO || vms__g.mode == VMS_GUARD_NONE)) ||
         cfg->cache != vms__g.cfg.cache)
@@ -244,6 +237,9 @@ int vms_init(const vms_config *user)
             return rc;
     }
     fit_reserve(&cfg);
+    /* Settings that can never work are named as such, initialised already or not. */
+    if ((rc = vms__config_check(&cfg)))
+        return rc;
     pthread_mutex_lock(&vms__g.lock);
     if (atomic_load(&vms__g.ready)) {
         vms_config want = cfg;
