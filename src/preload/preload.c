@@ -15,7 +15,13 @@
  * pthread_getattr_np is interposed too: on a vmstack stack glibc would
  * see a stack of the program's own, without guard, always joinable; the
  * program (Rust's std, the JVM, Boehm GC, Ruby, cgo find their stack
- * bounds and guard there) must see what glibc reports for its own stacks.
+ * bounds and guard there) must see what glibc reports for its own stacks,
+ * the guard size included: the one the thread asked for, in whole pages
+ * (0 for a thread that asked for none, as the JVM's do), while vmstack's
+ * guard (--guard) is below the stack all the same.  glibc too reports the
+ * guard asked for where its real one is larger (arm64's 64 KiB minimum),
+ * and a program that takes the guard size off the stack it reads back
+ * (older JVMs do) must not lose vmstack's guard from its own stack.
  *
  * The real pthread calls are found with dlsym(RTLD_NEXT) on first use, not
  * only in the constructor: another library's constructor may create a
@@ -192,6 +198,21 @@ static size_t stack_size_for(const pthread_attr_t *attr)
     return size < VMS_MIN_STACK ? VMS_MIN_STACK : size;
 }
 
+/* The guard size glibc reports for a thread created with attr: the one asked, in whole pages. */
+static size_t guard_asked(const pthread_attr_t *attr)
+{
+    pthread_attr_t d;
+    size_t guard = 0, pg = vms__g.page;
+
+    if (attr) {
+        pthread_attr_getguardsize(attr, &guard);
+    } else if (pthread_getattr_default_np(&d) == 0) {
+        pthread_attr_getguardsize(&d, &guard);
+        pthread_attr_destroy(&d);
+    }
+    return (guard + pg - 1) & ~(pg - 1);
+}
+
 static int tls_align_of(struct dl_phdr_info *info, size_t n, void *unused)
 {
     (void)n;
@@ -293,6 +314,7 @@ static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthr
     t->lo = t->st.base;
     t->hi = vms_stack_top(&t->st);
     t->guard = t->st.guard_size;
+    t->guard_asked = guard_asked(attr);
     t->task = vms__task_of(&t->st);
     t->task->owner = t;
     /* glibc cuts the size asked down to the static TLS alignment, and reports that. */
@@ -386,8 +408,9 @@ VMS_API int pthread_detach(pthread_t t)
 
 /*
  * On a vmstack stack: the usable stack glibc reports for the size the
- * program asked (never more than the stack has), vmstack's guard below it,
- * and whether the thread is detached, which glibc cannot know (thread.c).
+ * program asked (never more than the stack has), the guard size it asked
+ * for (vmstack's guard, below it, for a thread of vms_thread_create), and
+ * whether the thread is detached, which glibc cannot know (thread.c).
  */
 VMS_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
 {
@@ -404,7 +427,7 @@ VMS_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
     owner = task->owner;
     size = owner && owner->asked && owner->asked < st.size ? owner->asked : st.size;
     pthread_attr_setstack(attr, (char *)vms_stack_top(&st) - size, size);
-    pthread_attr_setguardsize(attr, st.guard_size);
+    pthread_attr_setguardsize(attr, owner ? owner->guard_asked : st.guard_size);
     if (task->detached)
         pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
     return 0;

@@ -55,7 +55,8 @@ struct run_thread {
     struct vms_task *task;            /* its slot's task record (vmstack stack) */
     vms_stack st;                     /* st.base NULL: not a vmstack stack */
     char *lo, *hi;                    /* usable bytes of the stack */
-    size_t guard;
+    size_t guard;                     /* vmstack's, or glibc's for its own stacks */
+    size_t guard_asked;               /* guard size pthread_getattr_np reports: the one asked, in pages */
     size_t asked;                     /* stack size pthread_getattr_np reports: glibc's for the size asked */
     size_t top;                       /* bytes above the start routine's frame */
     size_t peak;                      /* deepest use, from hi; 0 = not measured */
