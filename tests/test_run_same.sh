@@ -165,8 +165,9 @@ secure)
         fail "root: $(cat "$tmp/err")"
     ;;
 small_stack)
-    # The launcher runs where the program does: under 'ulimit -S -s 16', every frame of its own under 4 KiB.
-    # (Static functions inlined into cmd_run count in its frame.)  The dynamic loader gets the room it needs
+    # The launcher runs where the program does: under 'ulimit -S -s 16', every frame of its own under 4 KiB
+    # (static functions inlined into cmd_run count in its frame; its messages are formatted in static
+    # memory, tools/say.c).  The dynamic loader gets the room it needs
     # to preload vmstack, and the program its own limit back: the same soft and hard limits, the same
     # stack mapping (so its main thread overflows where it would), the same default thread stack.
     for mode in run trace; do
@@ -197,8 +198,15 @@ small_stack)
     env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" run -- true > "$tmp/out" 2> "$tmp/err"
     [ "$(head -1 "$tmp/err")" = "vmstack run: the hard stack limit (16384 bytes) is below the 65536 the dynamic loader may need to preload vmstack into /usr/bin/true: it may die before it starts; raise it with 'ulimit -H -s'" ] ||
         fail "hard limit of 16K: $(cat "$tmp/err")"
+    # There the launcher cannot raise its own limit either: its messages must fit in what is left.
+    for i in 1 2 3 4 5 6 7 8; do
+        env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" run --output "$tmp/none/table" -- \
+            true > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = "vmstack run: --output $tmp/none/table: cannot create files in $tmp/none: No such file or directory (see 'vmstack run --help')" ] ||
+            fail "--output into a missing directory under a hard limit of 16K ($i): exit $rc: $(cat "$tmp/out" "$tmp/err")"
+    done
     "$vmstack" checkstack --min 0 "$vmstack" > "$tmp/frames" || fail "checkstack: $(cat "$tmp/frames")"
-    awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|check_output|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
+    awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|cmd_say|cmd_usage_error|cmd_launch|run_gnuplot_ready|vms__run_write_output|check_output|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
             n++; if ($2 >= 4096) { print; bad = 1 } }
          END { exit bad || n < 5 }' "$tmp/frames" || fail "launcher frames of 4 KiB or more, or not found"
     ;;

@@ -41,6 +41,12 @@ int cmd_launch(const char *sub, const char *path, const char *output, const stru
  */
 bool cmd_find_lib(const char *name, char *out, size_t n);
 
+/*
+ * The command's messages to stderr (say.c), safe on a small stack: the
+ * launcher may have 16 KiB in all and no way to raise it.  cmd_say writes
+ * fmt's text (a line, its newline included) with one write(2).
+ */
+void cmd_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "vmstack SUB: reason (see 'vmstack SUB --help')" and returns CMD_USAGE. */
 int cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

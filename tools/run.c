@@ -510,17 +510,12 @@ static void raise_stack_limit(void)
 /* The program's own limit, for the library to put back; -1 when the environment cannot take it. */
 static int pass_stack_limit(const char *path)
 {
-    /* fprintf to unbuffered stderr takes an 8 KiB buffer on the stack, which may not be there. */
-    static char line[PATH_MAX + 256];
     char num[24];
 
-    if (stack_known && program_stack.rlim_max < LOADER_STACK) {
-        snprintf(line, sizeof line, "vmstack run: the hard stack limit (%llu bytes) is below the %llu the dynamic "
-                 "loader may need to preload vmstack into %s: it may die before it starts; raise it with "
-                 "'ulimit -H -s'\n", (unsigned long long)program_stack.rlim_max, (unsigned long long)LOADER_STACK,
-                 path);
-        fputs(line, stderr);
-    }
+    if (stack_known && program_stack.rlim_max < LOADER_STACK)
+        cmd_say("vmstack run: the hard stack limit (%llu bytes) is below the %llu the dynamic loader may need to "
+                "preload vmstack into %s: it may die before it starts; raise it with 'ulimit -H -s'\n",
+                (unsigned long long)program_stack.rlim_max, (unsigned long long)LOADER_STACK, path);
     if (!stack_raised)
         return unsetenv("VMSTACK_RUN_STACK_LIMIT");
     snprintf(num, sizeof num, "%llu", (unsigned long long)program_stack.rlim_cur);
@@ -554,30 +549,30 @@ int cmd_run(int argc, char **argv)
         if (!a.allow_unprotected)
             return cmd_usage_error("run", "%s %s: it runs in secure-execution mode, where the dynamic loader "
                                           "ignores vmstack; --allow-unprotected runs it without vmstack", path, why);
-        fprintf(stderr, "vmstack run: %s %s: it runs without vmstack\n", path, why);
+        cmd_say("vmstack run: %s %s: it runs without vmstack\n", path, why);
         if (stack_raised)
             setrlimit(RLIMIT_STACK, &program_stack);
         execv(path, argv + a.prog);
-        fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
+        cmd_say("vmstack run: cannot execute %s: %s\n", path, strerror(errno));
         return CMD_FAIL;
     }
     if (!cmd_find_lib(PRELOAD_NAME, preload, sizeof preload)) {
-        fprintf(stderr, "vmstack run: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
-                        "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n");
+        cmd_say("vmstack run: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
+                "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n");
         return CMD_FAIL;
     }
     if (strpbrk(preload, ": ")) {
-        fprintf(stderr, "vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
+        cmd_say("vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
         return CMD_FAIL;
     }
     if (cmd_launch(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run", path, a.output ? output : NULL,
                    &(struct run_post){ .folded = a.folded, .plot = a.plot, .prog = argv[a.prog] }))
         return CMD_FAIL;
     if (set_env(&a, path, preload, a.output ? output : NULL) || pass_stack_limit(path)) {
-        fprintf(stderr, "vmstack run: out of memory for the environment\n");
+        cmd_say("vmstack run: out of memory for the environment\n");
         return CMD_FAIL;
     }
     execv(path, argv + a.prog);
-    fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
+    cmd_say("vmstack run: cannot execute %s: %s\n", path, strerror(errno));
     return CMD_FAIL;
 }

@@ -167,7 +167,7 @@ int cmd_trace(int argc, char **argv)
     if (setenv("VMSTACK_RUN_TRACE", "1", 1) || setenv("VMSTACK_TRACE_WARN_FRAME", buf, 1) ||
         setenv("VMSTACK_TRACE_WARN_DEPTH", a.warn_depth ? a.warn_depth : "0", 1) ||
         setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1)) {
-        fprintf(stderr, "vmstack trace: out of memory for the environment\n");
+        cmd_say("vmstack trace: out of memory for the environment\n");
         return CMD_FAIL;
     }
     return cmd_run(a.run_argc, a.run_argv);
