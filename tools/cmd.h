@@ -21,6 +21,7 @@ struct cmd {
 
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* argv[0] "run", or "trace" from cmd_trace: the command the messages name, and whether the program is traced. */
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv); /* tools/trace.c */
 int cmd_checkstack(int argc, char **argv);

@@ -74,7 +74,7 @@ static int write_results(struct vms_run_shm *m, const char *sub, const char *pro
             no_table(sub, prog, pid, status);
         return 0;
     }
-    if (output && vms__run_write_output(output, m->text, m->text_len, cmd_say))
+    if (output && vms__run_write_output(sub, output, m->text, m->text_len, cmd_say))
         return -1;
     if (!output) {
         fwrite(m->text, 1, m->text_len, stderr);

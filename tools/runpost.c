@@ -227,14 +227,14 @@ static int run_gnuplot(const char *script)
     return 0;
 }
 
-static int write_plot(char *report, const char *png, const char *prog)
+static int write_plot(const char *sub, char *report, const char *png, const char *prog)
 {
     char script[] = "/tmp/vmstack-plot-XXXXXX";
     int fd = mkstemp(script), rows, rc = -1;
     FILE *gp = fd >= 0 ? fdopen(fd, "w") : NULL;
 
     if (!gp) {
-        cmd_say("vmstack run: --plot: cannot write gnuplot's script in /tmp: %s\n", strerror(errno));
+        cmd_say("vmstack %s: --plot: cannot write gnuplot's script in /tmp: %s\n", sub, strerror(errno));
         return -1;
     }
     fprintf(gp, "$threads << EOD\n");
@@ -255,9 +255,9 @@ static int write_plot(char *report, const char *png, const char *prog)
     if (fclose(gp))
         rows = 0;
     if (rows == 0)
-        cmd_say("vmstack run: --plot: no thread in the table: no plot\n");
+        cmd_say("vmstack %s: --plot: no thread in the table: no plot\n", sub);
     else if (run_gnuplot(script))
-        cmd_say("vmstack run: --plot: gnuplot failed to draw %s\n", png);
+        cmd_say("vmstack %s: --plot: gnuplot failed to draw %s\n", sub, png);
     else
         rc = 0;
     unlink(script);
@@ -289,7 +289,7 @@ int run_post_write(const char *text, size_t len, const struct run_post *p)
     if (!p || (!p->folded && !p->plot))
         return 0;
     if (!(report = strndup(text, len))) {
-        cmd_say("vmstack run: out of memory for the report\n");
+        cmd_say("vmstack %s: out of memory for the report\n", p->sub);
         return -1;
     }
     /* Each reader cuts the lines of its own copy. */
@@ -299,7 +299,7 @@ int run_post_write(const char *text, size_t len, const struct run_post *p)
             rc = -1;
         free(copy);
     }
-    if (p->plot && write_plot(report, p->plot, p->prog))
+    if (p->plot && write_plot(p->sub, report, p->plot, p->prog))
         rc = -1;
     free(report);
     return rc;
