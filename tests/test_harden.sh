@@ -100,12 +100,19 @@ env)
         fail "preload with a bad value: the program failed"
     grep -q '^vmstack run: VMSTACK_RUN_REPORT_SIGNAL=11: expected .*runs without vmstack$' "$tmp/err" ||
         fail "preload with a bad value: $(cat "$tmp/err")"
+    # The same under trace names trace (VMSTACK_RUN_TRACE=1 is what 'vmstack trace' gives the program).
+    env VMSTACK_RUN_TRACE=1 VMSTACK_RUN_REPORT_SIGNAL=11 LD_PRELOAD="$(dirname "$vmstack")/libvmstack-preload.so" \
+        true 2> "$tmp/err" || fail "preload under trace with a bad value: the program failed"
+    grep -qx 'vmstack trace: VMSTACK_RUN_REPORT_SIGNAL=11: expected a signal number that can be caught and is not SIGSEGV or SIGBUS, or 0 for none; true (pid [0-9]*) runs without vmstack' "$tmp/err" ||
+        fail "preload under trace with a bad value: $(cat "$tmp/err")"
     # Protection that cannot be set up at run time is one line, not silence.  (A sanitized vmstack
     # command cannot itself run under the limit: its shadow memory needs more.)
     if (ulimit -v 4000000; "$vmstack" --help) > /dev/null 2>&1; then
-        (ulimit -v 4000000; "$vmstack" run -- true) 2> "$tmp/err" || fail "ulimit -v: exit status"
-        grep -q '^vmstack run: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v' "$tmp/err" ||
-            fail "ulimit -v: $(cat "$tmp/err")"
+        for sub in run trace; do
+            (ulimit -v 4000000; "$vmstack" $sub -- true) 2> "$tmp/err" || fail "ulimit -v, $sub: exit status"
+            grep -q "^vmstack $sub: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v" "$tmp/err" ||
+                fail "ulimit -v, $sub: $(cat "$tmp/err")"
+        done
     fi
     # A setuid program would drop the preload: refused unless --allow-unprotected.
     if [ "$(id -u)" = 0 ]; then
@@ -232,6 +239,9 @@ output)
     # ... a write error is exit 1 with a message, when the program succeeded; its own status else ...
     "$vmstack" run --output /dev/full -- true 2> "$tmp/err"; rc=$?
     [ "$rc" = 1 ] && grep -q '^vmstack run: cannot write /dev/full: ' "$tmp/err" || fail "/dev/full: exit $rc: $(cat "$tmp/err")"
+    "$vmstack" trace --output /dev/full -- true 2> "$tmp/err"; rc=$?
+    [ "$rc" = 1 ] && [ "$(tail -1 "$tmp/err")" = "vmstack trace: cannot write /dev/full: No space left on device" ] ||
+        fail "trace, /dev/full: exit $rc: $(cat "$tmp/err")"
     "$vmstack" run --output /dev/full -- sh -c 'exit 3' 2> /dev/null; rc=$?
     [ "$rc" = 3 ] || fail "/dev/full, program exit 3: exit $rc"
     # ... and a FIFO nobody reads is an error, not a hang.

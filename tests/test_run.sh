@@ -43,13 +43,24 @@ usage)
                 "--stack-size abc -- true" "--stack-size 8K -- true" "--guard 0 -- true" \
                 "--report-signal NOSUCH -- true" "--report-signal KILL -- true" "--bogus -- true" \
                 "--output /nonexistent/dir/f -- true" "-- $tmp/data" "-- $bin/run_static"; do
-        # shellcheck disable=SC2086
-        "$vmstack" run $args > "$tmp/out" 2> "$tmp/err"; rc=$?
-        [ "$rc" = 2 ] || fail "vmstack run $args: exit $rc, expected 2"
-        [ "$(wc -l < "$tmp/err")" = 1 ] || fail "vmstack run $args: not one line: $(cat "$tmp/err")"
-        grep -q '^vmstack run: ' "$tmp/err" || fail "vmstack run $args: $(cat "$tmp/err")"
+        for sub in trace run; do
+            # shellcheck disable=SC2086
+            "$vmstack" $sub $args > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = 2 ] || fail "vmstack $sub $args: exit $rc, expected 2"
+            [ "$(wc -l < "$tmp/err")" = 1 ] || fail "vmstack $sub $args: not one line: $(cat "$tmp/err")"
+            grep -q "^vmstack $sub: .* (see 'vmstack $sub --help')\$" "$tmp/err" ||
+                fail "vmstack $sub $args: $(cat "$tmp/err")"
+        done
     done
     grep -q 'not dynamically linked' "$tmp/err" || fail "static program: $(cat "$tmp/err")"
+    # Each command names itself, trace too though run does the checking; an inherited VMSTACK_RUN_TRACE
+    # (a run in a traced program's tree) does not make run a trace.
+    "$vmstack" trace --output /nonexistent/dir/f -- true > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "vmstack trace: --output /nonexistent/dir/f: cannot create files in /nonexistent/dir: No such file or directory (see 'vmstack trace --help')" ] ||
+        fail "trace --output into a missing directory: exit $rc: $(cat "$tmp/err")"
+    VMSTACK_RUN_TRACE=1 "$vmstack" run --folded "$tmp/f" -- true > "$tmp/out" 2> "$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "vmstack run: --folded is an option of 'vmstack trace' (see 'vmstack run --help')" ] ||
+        fail "run --folded with VMSTACK_RUN_TRACE=1: exit $rc: $(cat "$tmp/err")"
     # Options take their value after '=' or as the next word; options stop at PROG.
     "$vmstack" run --stack-size=1M --guard=64K -- true || fail "--stack-size=1M"
     "$vmstack" run --stack-size 1M true || fail "--stack-size 1M without --"

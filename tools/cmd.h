@@ -21,6 +21,7 @@ struct cmd {
 
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* argv[0] "run", or "trace" from cmd_trace: the command the messages name, and whether the program is traced. */
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv); /* tools/trace.c */
 int cmd_checkstack(int argc, char **argv);
@@ -41,6 +42,12 @@ int cmd_launch(const char *sub, const char *path, const char *output, const stru
  */
 bool cmd_find_lib(const char *name, char *out, size_t n);
 
+/*
+ * The command's messages to stderr (say.c), safe on a small stack: the
+ * launcher may have 16 KiB in all and no way to raise it.  cmd_say writes
+ * fmt's text (a line, its newline included) with one write(2).
+ */
+void cmd_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "vmstack SUB: reason (see 'vmstack SUB --help')" and returns CMD_USAGE. */
 int cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +34,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static void tell(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
 
 /* The signals passed on: all but those that stop or are about this process's own faults. */
 static void passed_on(sigset_t *set)
@@ -64,11 +54,11 @@ static void passed_on(sigset_t *set)
 static void no_table(const char *sub, const char *prog, pid_t pid, int status)
 {
     if (WIFSIGNALED(status))
-        fprintf(stderr, "vmstack %s: no stack usage table: %s (pid %d) was killed by SIG%s before its exit "
-                        "handlers ran\n", sub, prog, (int)pid, sigabbrev_np(WTERMSIG(status)));
+        cmd_say("vmstack %s: no stack usage table: %s (pid %d) was killed by SIG%s before its exit "
+                "handlers ran\n", sub, prog, (int)pid, sigabbrev_np(WTERMSIG(status)));
     else
-        fprintf(stderr, "vmstack %s: no stack usage table: %s (pid %d) exited with status %d without running "
-                        "its exit handlers (exit_group)\n", sub, prog, (int)pid, WEXITSTATUS(status));
+        cmd_say("vmstack %s: no stack usage table: %s (pid %d) exited with status %d without running "
+                "its exit handlers (exit_group)\n", sub, prog, (int)pid, WEXITSTATUS(status));
 }
 
 /*
@@ -117,8 +107,8 @@ static void wake_keeper(struct vms_run_shm *m, int status, const char *sub, cons
     if (atomic_load(&m->table_done))
         return; /* it ends by itself */
     if (!keeper_done(keeper))
-        fprintf(stderr, "vmstack %s: the table of %s was not made within %d s, perhaps for a lock a killed thread "
-                        "held\n", sub, prog, KEEPER_TIMEOUT_S);
+        cmd_say("vmstack %s: the table of %s was not made within %d s, perhaps for a lock a killed thread "
+                "held\n", sub, prog, KEEPER_TIMEOUT_S);
 }
 
 /* Writes what the program left; -1 when --output FILE could not be written. */
@@ -141,7 +131,7 @@ static int write_results(struct vms_run_shm *m, const char *sub, const char *pro
             no_table(sub, prog, pid, status);
         return 0;
     }
-    if (output && vms__run_write_output(output, m->text, m->text_len, tell))
+    if (output && vms__run_write_output(sub, output, m->text, m->text_len, cmd_say))
         return -1;
     if (!output) {
         fwrite(m->text, 1, m->text_len, stderr);
@@ -192,7 +182,7 @@ static _Noreturn void wait_for(pid_t pid, const sigset_t *set, const sigset_t *m
             if (got == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
                 end_as(status, write_results(m, sub, prog, pid, status, output, post), mask);
         if (got < 0) {
-            fprintf(stderr, "vmstack %s: lost %s (pid %d): %s\n", sub, prog, (int)pid, strerror(errno));
+            cmd_say("vmstack %s: lost %s (pid %d): %s\n", sub, prog, (int)pid, strerror(errno));
             exit(CMD_FAIL);
         }
     }
@@ -210,7 +200,7 @@ int cmd_launch(const char *sub, const char *path, const char *output, const stru
 
     if (fd < 0 || ftruncate(fd, (off_t)VMS_RUN_SHM_SIZE) ||
         (m = mmap(NULL, VMS_RUN_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        fprintf(stderr, "vmstack %s: cannot make the memory the table is kept in: %s\n", sub, strerror(errno));
+        cmd_say("vmstack %s: cannot make the memory the table is kept in: %s\n", sub, strerror(errno));
         return -1;
     }
     m->magic = VMS_RUN_SHM_MAGIC;
@@ -221,7 +211,7 @@ int cmd_launch(const char *sub, const char *path, const char *output, const stru
     sigaction(SIGCHLD, &dfl, &chld);
     sigprocmask(SIG_BLOCK, &set, &mask);
     if ((pid = fork()) < 0) {
-        fprintf(stderr, "vmstack %s: cannot start %s: %s\n", sub, prog, strerror(errno));
+        cmd_say("vmstack %s: cannot start %s: %s\n", sub, prog, strerror(errno));
         return -1;
     }
     if (pid == 0) {

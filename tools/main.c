@@ -3,7 +3,6 @@
 #include "cmd.h"
 #include "vmstack.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 static const struct cmd cmds[] = {
@@ -13,18 +12,6 @@ static const struct cmd cmds[] = {
     { "bench", "benchmarks, side by side with their baselines in one run", cmd_bench },
     { "checkstack", "static frame sizes of a binary's functions, largest first", cmd_checkstack },
 };
-
-int cmd_usage_error(const char *sub, const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "vmstack %s: ", sub);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, " (see 'vmstack %s --help')\n", sub);
-    return CMD_USAGE;
-}
 
 static void usage(FILE *f)
 {
@@ -54,6 +41,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].main(argc - 1, argv + 1);
-    fprintf(stderr, "vmstack: unknown command '%s' (see 'vmstack --help')\n", argv[1]);
+    cmd_say("vmstack: unknown command '%s' (see 'vmstack --help')\n", argv[1]);
     return CMD_USAGE;
 }

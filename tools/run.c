@@ -31,6 +31,9 @@
 #define PRELOAD_NAME "libvmstack-preload.so"
 #define RUN_DEFAULT_GUARD "64K"
 
+/* The command its messages name: "run", or "trace", which hands its program over to run (argv[0]). */
+static const char *sub = "run";
+
 struct run_args {
     const char *guard, *stack_size, *output, *report_signal, *plot, *folded;
     bool json, help, allow_unprotected;
@@ -83,9 +86,9 @@ static int check_size(const char *opt, const char *v, size_t min, size_t max)
     size_t n, pg = (size_t)sysconf(_SC_PAGESIZE);
 
     if (vms__parse_size(v, &n))
-        return cmd_usage_error("run", "%s %s: not a size (bytes with an optional K, M or G suffix)", opt, v);
+        return cmd_usage_error(sub, "%s %s: not a size (bytes with an optional K, M or G suffix)", opt, v);
     if (n % pg || n < min || n > max)
-        return cmd_usage_error("run", "%s %s: must be a multiple of %zu from %zu KiB to %zu MiB", opt, v, pg,
+        return cmd_usage_error(sub, "%s %s: must be a multiple of %zu from %zu KiB to %zu MiB", opt, v, pg,
                                min >> 10, max >> 20);
     return 0;
 }
@@ -111,9 +114,9 @@ static int check_signal(const char *v)
     int sig = parse_signal(v);
 
     if (sig < 0)
-        return cmd_usage_error("run", "--report-signal %s: not a signal name or number", v);
+        return cmd_usage_error(sub, "--report-signal %s: not a signal name or number", v);
     if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS)
-        return cmd_usage_error("run", "--report-signal %s: cannot be caught or is taken for overflows", v);
+        return cmd_usage_error(sub, "--report-signal %s: cannot be caught or is taken for overflows", v);
     return 0;
 }
 
@@ -129,20 +132,20 @@ static int check_output(const char *v, char *abs, size_t n)
     struct stat sb;
 
     if (!*v || (slash && !slash[1]))
-        return cmd_usage_error("run", "--output '%s': not a file name", v);
+        return cmd_usage_error(sub, "--output '%s': not a file name", v);
     if (stat(v, &sb) == 0 && !S_ISREG(sb.st_mode)) {
         if (S_ISDIR(sb.st_mode) || access(v, W_OK))
-            return cmd_usage_error("run", "--output %s: cannot be written", v);
-        return (size_t)snprintf(abs, n, "%s", v) < n ? 0 : cmd_usage_error("run", "--output %s: path too long", v);
+            return cmd_usage_error(sub, "--output %s: cannot be written", v);
+        return (size_t)snprintf(abs, n, "%s", v) < n ? 0 : cmd_usage_error(sub, "--output %s: path too long", v);
     }
     if (v[0] == '/')
         snprintf(dir, sizeof dir, "%.*s", slash == v ? 1 : (int)(slash - v), v);
     else if (!getcwd(dir, sizeof dir))
-        return cmd_usage_error("run", "--output %s: cannot tell the current directory", v);
+        return cmd_usage_error(sub, "--output %s: cannot tell the current directory", v);
     else if (slash)
         snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%.*s", (int)(slash - v), v);
     if (access(dir, W_OK | X_OK))
-        return cmd_usage_error("run", "--output %s: cannot create files in %s: %s", v, dir, strerror(errno));
+        return cmd_usage_error(sub, "--output %s: cannot create files in %s: %s", v, dir, strerror(errno));
     if (v[0] == '/')
         snprintf(abs, n, "%s", v);
     else
@@ -186,30 +189,29 @@ static int on_option(void *ctx, int opt, const char *v)
         return 0;
     case OPT_PLOT:
         a->plot = v;
-        return *v ? run_gnuplot_ready("run") : cmd_usage_error("run", "--plot '': not a file name");
+        return *v ? run_gnuplot_ready(sub) : cmd_usage_error(sub, "--plot '': not a file name");
     case OPT_FOLDED:
         /* The chains come from the tracer: 'vmstack trace' hands this on. */
-        if (!getenv("VMSTACK_RUN_TRACE"))
-            return cmd_usage_error("run", "--folded is an option of 'vmstack trace'");
+        if (strcmp(sub, "trace"))
+            return cmd_usage_error(sub, "--folded is an option of 'vmstack trace'");
         a->folded = v;
-        return *v ? 0 : cmd_usage_error("trace", "--folded '': not a file name");
+        return *v ? 0 : cmd_usage_error(sub, "--folded '': not a file name");
     }
     return CMD_USAGE;
 }
 
 static int parse(int argc, char **argv, struct run_args *a)
 {
-    int rc = cmd_options("run", argc, argv, run_options, true, on_option, a, &a->prog);
+    int rc = cmd_options(sub, argc, argv, run_options, true, on_option, a, &a->prog);
 
     if (rc == CMD_HELP)
         a->help = true;
     else if (rc)
         return rc;
     else if (a->prog >= argc)
-        return cmd_usage_error("run", "no program given");
+        return cmd_usage_error(sub, "no program given");
     else if (a->json && (a->plot || a->folded))
-        return cmd_usage_error(a->folded ? "trace" : "run", "%s reads the text report: not with --json",
-                               a->folded ? "--folded" : "--plot");
+        return cmd_usage_error(sub, "%s reads the text report: not with --json", a->folded ? "--folded" : "--plot");
     return 0;
 }
 
@@ -514,7 +516,9 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
         return -1;
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     snprintf(sig, sizeof sig, "%d", a->report_signal ? parse_signal(a->report_signal) : 0);
+    /* Tracing is the command's, not inherited: a 'vmstack run' in a traced program's process tree runs. */
     rc = setenv("LD_PRELOAD", ld, 1) | setenv("VMSTACK_RUN_PID", pid, 1) |
+         (strcmp(sub, "trace") ? unsetenv("VMSTACK_RUN_TRACE") : setenv("VMSTACK_RUN_TRACE", "1", 1)) |
          setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
          setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
          (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
@@ -558,17 +562,12 @@ static void raise_stack_limit(void)
 /* The program's own limit, for the library to put back; -1 when the environment cannot take it. */
 static int pass_stack_limit(const char *path)
 {
-    /* fprintf to unbuffered stderr takes an 8 KiB buffer on the stack, which may not be there. */
-    static char line[PATH_MAX + 256];
     char num[24];
 
-    if (stack_known && program_stack.rlim_max < LOADER_STACK) {
-        snprintf(line, sizeof line, "vmstack run: the hard stack limit (%llu bytes) is below the %llu the dynamic "
-                 "loader may need to preload vmstack into %s: it may die before it starts; raise it with "
-                 "'ulimit -H -s'\n", (unsigned long long)program_stack.rlim_max, (unsigned long long)LOADER_STACK,
-                 path);
-        fputs(line, stderr);
-    }
+    if (stack_known && program_stack.rlim_max < LOADER_STACK)
+        cmd_say("vmstack %s: the hard stack limit (%llu bytes) is below the %llu the dynamic loader may need to "
+                "preload vmstack into %s: it may die before it starts; raise it with 'ulimit -H -s'\n", sub,
+                (unsigned long long)program_stack.rlim_max, (unsigned long long)LOADER_STACK, path);
     if (!stack_raised)
         return unsetenv("VMSTACK_RUN_STACK_LIMIT");
     snprintf(num, sizeof num, "%llu", (unsigned long long)program_stack.rlim_cur);
@@ -583,6 +582,7 @@ int cmd_run(int argc, char **argv)
     const char *why;
     int rc;
 
+    sub = argv[0];
     raise_stack_limit();
     if ((rc = parse(argc, argv, &a)))
         return rc;
@@ -593,39 +593,39 @@ int cmd_run(int argc, char **argv)
     if (a.output && (rc = check_output(a.output, output, sizeof output)))
         return rc;
     if (!find_program(argv[a.prog], path, sizeof path))
-        return cmd_usage_error("run", "%s: program not found", argv[a.prog]);
+        return cmd_usage_error(sub, "%s: program not found", argv[a.prog]);
     if ((why = program_problem(path, 0)))
-        return cmd_usage_error("run", "%s %s", path, why);
-    if ((rc = check_environment(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run")))
+        return cmd_usage_error(sub, "%s %s", path, why);
+    if ((rc = check_environment(sub)))
         return rc;
     if ((why = secure_execution(path))) {
         if (!a.allow_unprotected)
-            return cmd_usage_error("run", "%s %s: it runs in secure-execution mode, where the dynamic loader "
+            return cmd_usage_error(sub, "%s %s: it runs in secure-execution mode, where the dynamic loader "
                                           "ignores vmstack; --allow-unprotected runs it without vmstack", path, why);
-        fprintf(stderr, "vmstack run: %s %s: it runs without vmstack\n", path, why);
+        cmd_say("vmstack %s: %s %s: it runs without vmstack\n", sub, path, why);
         if (stack_raised)
             setrlimit(RLIMIT_STACK, &program_stack);
         execv(path, argv + a.prog);
-        fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
+        cmd_say("vmstack %s: cannot execute %s: %s\n", sub, path, strerror(errno));
         return CMD_FAIL;
     }
     if (!cmd_find_lib(PRELOAD_NAME, preload, sizeof preload)) {
-        fprintf(stderr, "vmstack run: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
-                        "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n");
+        cmd_say("vmstack %s: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
+                "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n", sub);
         return CMD_FAIL;
     }
     if (strpbrk(preload, ": ")) {
-        fprintf(stderr, "vmstack run: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", preload);
+        cmd_say("vmstack %s: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", sub, preload);
         return CMD_FAIL;
     }
-    if (cmd_launch(getenv("VMSTACK_RUN_TRACE") ? "trace" : "run", path, a.output ? output : NULL,
-                   &(struct run_post){ .folded = a.folded, .plot = a.plot, .prog = argv[a.prog] }))
+    if (cmd_launch(sub, path, a.output ? output : NULL,
+                   &(struct run_post){ .sub = sub, .folded = a.folded, .plot = a.plot, .prog = argv[a.prog] }))
         return CMD_FAIL;
     if (set_env(&a, path, preload, a.output ? output : NULL) || pass_stack_limit(path)) {
-        fprintf(stderr, "vmstack run: out of memory for the environment\n");
+        cmd_say("vmstack %s: out of memory for the environment\n", sub);
         return CMD_FAIL;
     }
     execv(path, argv + a.prog);
-    fprintf(stderr, "vmstack run: cannot execute %s: %s\n", path, strerror(errno));
+    cmd_say("vmstack %s: cannot execute %s: %s\n", sub, path, strerror(errno));
     return CMD_FAIL;
 }

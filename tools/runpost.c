@@ -105,7 +105,7 @@ static int write_folded(char *report, const char *path)
     FILE *out = fopen(path, "w");
 
     if (!out) {
-        fprintf(stderr, "vmstack trace: cannot write --folded %s: %s\n", path, strerror(errno));
+        cmd_say("vmstack trace: cannot write --folded %s: %s\n", path, strerror(errno));
         return -1;
     }
     while ((line = next_line(&report))) {
@@ -150,7 +150,7 @@ static int write_folded(char *report, const char *path)
     free(c.fn);
     free(c.size);
     if (fclose(out)) {
-        fprintf(stderr, "vmstack trace: cannot write --folded %s: %s\n", path, strerror(errno));
+        cmd_say("vmstack trace: cannot write --folded %s: %s\n", path, strerror(errno));
         return -1;
     }
     return 0;
@@ -227,14 +227,14 @@ static int run_gnuplot(const char *script)
     return 0;
 }
 
-static int write_plot(char *report, const char *png, const char *prog)
+static int write_plot(const char *sub, char *report, const char *png, const char *prog)
 {
     char script[] = "/tmp/vmstack-plot-XXXXXX";
     int fd = mkstemp(script), rows, rc = -1;
     FILE *gp = fd >= 0 ? fdopen(fd, "w") : NULL;
 
     if (!gp) {
-        fprintf(stderr, "vmstack run: --plot: cannot write gnuplot's script in /tmp: %s\n", strerror(errno));
+        cmd_say("vmstack %s: --plot: cannot write gnuplot's script in /tmp: %s\n", sub, strerror(errno));
         return -1;
     }
     fprintf(gp, "$threads << EOD\n");
@@ -255,9 +255,9 @@ static int write_plot(char *report, const char *png, const char *prog)
     if (fclose(gp))
         rows = 0;
     if (rows == 0)
-        fprintf(stderr, "vmstack run: --plot: no thread in the table: no plot\n");
+        cmd_say("vmstack %s: --plot: no thread in the table: no plot\n", sub);
     else if (run_gnuplot(script))
-        fprintf(stderr, "vmstack run: --plot: gnuplot failed to draw %s\n", png);
+        cmd_say("vmstack %s: --plot: gnuplot failed to draw %s\n", sub, png);
     else
         rc = 0;
     unlink(script);
@@ -269,7 +269,7 @@ static int write_plot(char *report, const char *png, const char *prog)
 int run_gnuplot_ready(const char *sub)
 {
     const char *path = getenv("PATH");
-    char file[4096];
+    static char file[4096]; /* not on the stack: the launcher may have 16 KiB in all */
 
     for (const char *p = path ? path : ""; *p;) {
         size_t n = strcspn(p, ":");
@@ -289,7 +289,7 @@ int run_post_write(const char *text, size_t len, const struct run_post *p)
     if (!p || (!p->folded && !p->plot))
         return 0;
     if (!(report = strndup(text, len))) {
-        fprintf(stderr, "vmstack run: out of memory for the report\n");
+        cmd_say("vmstack %s: out of memory for the report\n", p->sub);
         return -1;
     }
     /* Each reader cuts the lines of its own copy. */
@@ -299,7 +299,7 @@ int run_post_write(const char *text, size_t len, const struct run_post *p)
             rc = -1;
         free(copy);
     }
-    if (p->plot && write_plot(report, p->plot, p->prog))
+    if (p->plot && write_plot(p->sub, report, p->plot, p->prog))
         rc = -1;
     free(report);
     return rc;

@@ -10,6 +10,7 @@
 #define RUN_PLOT_HEIGHT 560
 
 struct run_post {
+    const char *sub;           /* "run" or "trace", which its messages name */
     const char *folded, *plot; /* the files to write, or NULL */
     const char *prog;         /* the program's name, for the plot's title */
 };

@@ -3,7 +3,8 @@
  * 'vmstack trace [options] -- PROG ARGS': 'vmstack run' plus the stack
  * tracer.  The program runs under libvmstack-preload.so as with 'run'
  * (which does the checking and the exec: this command hands it its
- * options), with VMSTACK_RUN_TRACE=1 so that every thread and the main
+ * options and its own name, for run's messages), with VMSTACK_RUN_TRACE=1,
+ * which run sets for it, so that every thread and the main
  * one get a tripwire window below their deepest stack page and a scan of
  * their dead stack when they end (src/trace/trace.c, deadstack.c), and
  * the report at exit adds each thread's deepest call chain in the
@@ -53,7 +54,7 @@ static void help(void)
 
 struct trace_args {
     const char *warn_frame, *warn_depth;
-    char **run_argv; /* "run", the options for run, "--", PROG ARGS... */
+    char **run_argv; /* "trace", the options for run, "--", PROG ARGS... */
     int run_argc;
     bool help, all_lines;
 };
@@ -132,7 +133,7 @@ static int parse(int argc, char **argv, struct trace_args *a)
     a->run_argv = calloc((size_t)argc + 2, sizeof *a->run_argv);
     if (!a->run_argv)
         return CMD_FAIL;
-    a->run_argv[a->run_argc++] = "run";
+    a->run_argv[a->run_argc++] = "trace"; /* run's messages name trace, and it sets VMSTACK_RUN_TRACE */
     rc = cmd_options("trace", argc, argv, trace_options, true, on_option, a, &i);
     if (rc == CMD_HELP) {
         a->help = true;
@@ -164,10 +165,10 @@ int cmd_trace(int argc, char **argv)
     if (a.warn_frame)
         vms__parse_size(a.warn_frame, &frame);
     snprintf(buf, sizeof buf, "%zu", frame);
-    if (setenv("VMSTACK_RUN_TRACE", "1", 1) || setenv("VMSTACK_TRACE_WARN_FRAME", buf, 1) ||
+    if (setenv("VMSTACK_TRACE_WARN_FRAME", buf, 1) ||
         setenv("VMSTACK_TRACE_WARN_DEPTH", a.warn_depth ? a.warn_depth : "0", 1) ||
         setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1)) {
-        fprintf(stderr, "vmstack trace: out of memory for the environment\n");
+        cmd_say("vmstack trace: out of memory for the environment\n");
         return CMD_FAIL;
     }
     return cmd_run(a.run_argc, a.run_argv);

@@ -62,8 +62,8 @@ void vms__out_attach(void)
     if (!v || snprintf(path, sizeof path, "/proc/%d/fd/%s", (int)getppid(), v) >= (int)sizeof path)
         return;
     if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
-        vms__out_printf("vmstack run: cannot map the launcher's table memory (%s): %s; the table may be lost\n",
-                        path, strerror(errno));
+        vms__out_printf("vmstack %s: cannot map the launcher's table memory (%s): %s; the table may be lost\n",
+                        vms__run_command(), path, strerror(errno));
         return;
     }
     m = mmap(NULL, VMS_RUN_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

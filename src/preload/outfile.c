@@ -30,10 +30,11 @@
 #define WRITE_TIMEOUT_MS 10000
 
 static void (*say)(const char *fmt, ...); /* where failures are told, set by the caller */
+static const char *command;                /* the command they name */
 
 static int fail(const char *what, const char *path, int err)
 {
-    say("vmstack run: cannot %s %s: %s\n", what, path, strerror(err));
+    say("vmstack %s: cannot %s %s: %s\n", command, what, path, strerror(err));
     return -1;
 }
 
@@ -73,7 +74,7 @@ static int write_special(const char *path, const char *text, size_t len)
     int fd, rc;
 
     if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0 && errno == ENXIO) {
-        say("vmstack run: cannot write %s: a FIFO that nobody reads\n", path);
+        say("vmstack %s: cannot write %s: a FIFO that nobody reads\n", command, path);
         return -1;
     }
     if (fd < 0)
@@ -129,11 +130,13 @@ static int write_replacing(const char *path, const char *text, size_t len)
     return 0;
 }
 
-int vms__run_write_output(const char *path, const char *text, size_t len, void (*tell)(const char *fmt, ...))
+int vms__run_write_output(const char *sub, const char *path, const char *text, size_t len,
+                          void (*tell)(const char *fmt, ...))
 {
     struct stat sb;
 
     say = tell;
+    command = sub;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         return write_special(path, text, len);
     return write_replacing(path, text, len);

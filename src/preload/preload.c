@@ -68,7 +68,8 @@ static void *next_fn(const char *name)
         abort();
     }
     if (!p) { /* libc without the call we interpose: nothing sensible is left to do */
-        vms__out_printf("vmstack run: libc has no %s, which libvmstack-preload.so interposes: aborting\n", name);
+        vms__out_printf("vmstack %s: libc has no %s, which libvmstack-preload.so interposes: aborting\n",
+                        vms__run_command(), name);
         abort();
     }
     return p;
@@ -94,6 +95,16 @@ static void resolve(void)
 
 /* ---- options ---- */
 
+const char *vms__run_command(void)
+{
+    static const char *command;
+    const char *v;
+
+    if (!command)
+        command = (v = getenv("VMSTACK_RUN_TRACE")) && !strcmp(v, "1") ? "trace" : "run";
+    return command;
+}
+
 /*
  * As strict as 'vmstack run' itself: a value it would refuse is refused
  * here too, with a line that says so, for the environment can be set by
@@ -101,8 +112,8 @@ static void resolve(void)
  */
 static bool bad_option(const char *name, const char *v, const char *accepted)
 {
-    vms__out_printf("vmstack run: %s=%s: expected %s; %s (pid %d) runs without vmstack\n", name, v, accepted,
-                    program_invocation_short_name, (int)getpid());
+    vms__out_printf("vmstack %s: %s=%s: expected %s; %s (pid %d) runs without vmstack\n", vms__run_command(), name,
+                    v, accepted, program_invocation_short_name, (int)getpid());
     return false;
 }
 
@@ -135,6 +146,7 @@ static bool read_options(void)
     long n;
 
     vms__g.page = (size_t)sysconf(_SC_PAGESIZE);
+    vms__run_command(); /* read before the program can change its environment, and before threads */
     if (!read_size_option("VMSTACK_RUN_STACK_SIZE", &vms__run_opts.stack_size) ||
         !read_size_option("VMSTACK_RUN_GUARD_SIZE", &vms__run_opts.guard_size))
         return false;
@@ -487,8 +499,8 @@ static void at_exit(int status, void *unused);
 /* One line on the report destination: never silently unprotected. */
 static void unprotected(const char *why)
 {
-    vms__out_printf("vmstack run: %s (pid %d) runs without guarded stacks: %s\n", program_invocation_short_name,
-                    (int)getpid(), why);
+    vms__out_printf("vmstack %s: %s (pid %d) runs without guarded stacks: %s\n", vms__run_command(),
+                    program_invocation_short_name, (int)getpid(), why);
 }
 
 static void preload_start(void)

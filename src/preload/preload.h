@@ -42,6 +42,13 @@ struct run_opts {
     pid_t pid;          /* 0: any */
 };
 extern struct run_opts vms__run_opts;
+/*
+ * The command that started the program, which the preload's messages
+ * name: "trace" under VMSTACK_RUN_TRACE=1 (set by 'vmstack trace'), else
+ * "run".  Read from the environment once, in the constructor at the
+ * latest: the program may change its environment.
+ */
+const char *vms__run_command(void);
 
 /*
  * One thread created by the program: its record while it runs, then its

@@ -484,6 +484,7 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
         json_table(f, rows, n, why);
         return;
     }
+    /* "vmstack run:" under trace too: scripts find the table by this line. */
     fprintf(f, "vmstack run: stack usage of %s (pid %d) at %s\n", program_invocation_short_name, (int)program_pid(),
             why);
     fprintf(f, "%8s  %-15s  %-28s %7s %7s %9s %6s\n", "TID", "NAME", "START", "STACK", "GUARD", "PEAK", "USED%");
@@ -498,7 +499,7 @@ static int deliver(const char *text, size_t len, bool at_exit)
     if (at_exit && vms__out_table(text, len) == 0)
         return 0; /* the launcher writes it */
     if (vms__run_opts.output)
-        return vms__run_write_output(vms__run_opts.output, text, len, vms__out_printf);
+        return vms__run_write_output(vms__run_command(), vms__run_opts.output, text, len, vms__out_printf);
     vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
     return 0;
 }

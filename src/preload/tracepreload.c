@@ -86,9 +86,9 @@ static void resolve_sigmask(void);
 void vms__trace_preload_init(void)
 {
     struct vms_trace_opts o = {0};
-    const char *v = getenv("VMSTACK_RUN_TRACE");
+    const char *v;
 
-    if (!v || strcmp(v, "1"))
+    if (strcmp(vms__run_command(), "trace"))
         return;
     resolve_sigmask();
     if ((v = getenv("VMSTACK_TRACE_WARN_FRAME")))
