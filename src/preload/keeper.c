@@ -23,8 +23,9 @@
  * gives it a time limit and says so when it is not met.  It holds no
  * descriptor (it closes its copies first), blocks every signal, leaves
  * no core file, and dies with the launcher.  Its name is vmstack-keeper;
- * its command line, read from the memory it shares, is the program's.  When the program execs, the
- * new image's keeper replaces it (runshm.h: generation).
+ * its command line, read from the memory it shares, is the program's.
+ * When the program execs, the new image's keeper replaces it (runshm.h:
+ * generation).
  *
  * Not made: under valgrind, whose guest cannot clone a task that shares
  * memory outside its thread group (and says so on stderr), nor where
@@ -43,7 +44,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <string.h>
+#include <string.h> /* sigabbrev_np */
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
