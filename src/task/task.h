@@ -47,17 +47,17 @@ struct vms_fiber_desc {
      * them by name.
      */
     uint8_t wait;                     /* enum vms_fiber_wait */
-    bool wait_verify;                 /* VMS_WAIT_FD: the timer first checks the registration */
+    bool wait_verify;                 /* VMS_WAIT_FD: its registration is checked VERIFY_NS after wait_since */
     int32_t wait_fd;                  /* VMS_WAIT_FD: the descriptor */
     uint32_t wait_events;             /* VMS_WAIT_FD: the EPOLL* events wanted */
     int32_t wait_result;              /* what the wait returns: events, 0 (timeout), -errno */
     uint32_t wait_heap;               /* position + 1 in the thread's timer heap; 0: no timer */
     uint64_t wait_deadline;           /* CLOCK_MONOTONIC ns at which the timer fires */
-    uint64_t wait_timeout;            /* VMS_WAIT_FD with wait_verify: the caller's deadline */
     _Atomic uint64_t wake;            /* id << 1 | 1 while a wake is saved for the next park */
     _Atomic(void *) wait_port;        /* the owner's port for wakes from other threads */
     struct vms_fiber_sync *sync;      /* locks held, the wait in progress, fiber-local values; NULL: none yet */
-    uint64_t wait_since;              /* when it last blocked in wait.c: the thread's last idle time (ns) */
+    uint64_t wait_since;              /* when it last blocked in wait.c (ns): the thread's last idle time, or
+                                         for a wait_verify the time itself */
 };
 
 /* What a fiber waits for (vms_fiber_desc.wait). */

@@ -23,12 +23,17 @@
  * An fd closed with plain close() and its number reused behind our back
  * looks registered but is not: the kernel dropped the old registration
  * with the old file, without an event.  A wait on a registration older
- * than the wait itself therefore arms a check after VERIFY_NS: one
+ * than the wait itself therefore gets a check after VERIFY_NS: one
  * EPOLL_CTL_MOD, which re-polls the fd (a ready fd reports at once) and
  * answers ENOENT for a new file, which is then registered afresh.  Waits
  * shorter than that, the busy case, never pay it; a long one pays one
  * system call, once.  So no wait hangs on a reused number, and one after
- * vms_fd_close is exact at once.
+ * vms_fd_close is exact at once.  The checks are not timers: a wait only
+ * marks itself, and while marked waits exist the thread sweeps its fd
+ * table at most every VERIFY_NS / 4 for those that are due.  A timer per
+ * wait cost a busy server ~300 instructions per request in heap upkeep;
+ * a sweep costs a few per fd, a few times a second, and only while some
+ * wait has lasted.
  *
  * A wake from another thread cannot touch the ring, which belongs to the
  * owning thread.  It saves the wake in the fiber (its wake word, tagged
@@ -91,6 +96,8 @@ struct waiter {
     struct fd_entry *fds;
     uint32_t nfds;
     size_t parked, fd_waits;        /* fibers in vms_fiber_park, in vms_wait_fd */
+    size_t verify_n;                /* of those in vms_wait_fd, the ones with wait_verify */
+    uint64_t verify_at;             /* when verify_n: the next sweep for due checks (ns) */
     uint64_t now;                   /* CLOCK_MONOTONIC ns when the thread last idled: a wait's start, roughly */
     struct epoll_event ev[MAX_EVENTS];
 };
@@ -316,6 +323,8 @@ static void forget(struct waiter *w, struct vms_fiber_desc *f)
             e->rd = NULL;
         if (e->wr == f)
             e->wr = NULL;
+        if (f->wait_verify)
+            w->verify_n--;
         f->wait_verify = false;
         w->fd_waits--;
     } else if (f->wait == VMS_WAIT_PARK) {
@@ -415,17 +424,13 @@ static void fd_ready(struct waiter *w, uint64_t data, uint32_t revents)
         wake(w, e->wr, got);
 }
 
-/* A wait's timer fired: a check of its registration, or its timeout. */
-static void timer_fired(struct waiter *w, struct vms_fiber_desc *f)
+/* f's registration check is due: an error ends the waits on its fd; a timeout it has stays. */
+static void verify_due(struct waiter *w, struct vms_fiber_desc *f)
 {
     int rc, fd = f->wait_fd;
 
-    if (!f->wait_verify) {
-        wake(w, f, f->wait == VMS_WAIT_PARK ? -ETIMEDOUT : 0);
-        return;
-    }
-    timer_del(w, f);
     f->wait_verify = false;
+    w->verify_n--;
     if ((rc = fd_verify(w, fd)) < 0) {
         struct fd_entry *e = &w->fds[fd];
 
@@ -433,11 +438,29 @@ static void timer_fired(struct waiter *w, struct vms_fiber_desc *f)
             wake(w, e->rd, rc);
         if (e->wr)
             wake(w, e->wr, rc);
-        return;
     }
-    /* Room is there: f's entry was just taken out of the heap. */
-    if (f->wait_timeout != UINT64_MAX)
-        (void)timer_add(w, f, f->wait_timeout);
+}
+
+/* Checks the registrations of the waits that have lasted VERIFY_NS, and sets the next sweep. */
+static void verify_sweep(struct waiter *w, uint64_t now)
+{
+    uint64_t next = UINT64_MAX;
+
+    for (uint32_t fd = 0; fd < w->nfds && w->verify_n; fd++) {
+        struct fd_entry *e = &w->fds[fd];
+
+        for (int side = 0; side < 2; side++) {
+            struct vms_fiber_desc *f = side ? e->wr : e->rd;
+
+            if (!f || !f->wait_verify)
+                continue;
+            if (now - f->wait_since >= VERIFY_NS)
+                verify_due(w, f);
+            else if (f->wait_since + VERIFY_NS < next)
+                next = f->wait_since + VERIFY_NS;
+        }
+    }
+    w->verify_at = next > now + VERIFY_NS / 4 ? next : now + VERIFY_NS / 4;
 }
 
 /* Posted wakes: ready those still parked; the others keep the saved wake for their next park. */
@@ -495,12 +518,15 @@ static void port_post(struct vms_wait_port *p, struct vms_fiber_desc *f, uint64_
 /* How long epoll_wait may sleep: until the nearest deadline, or for ever (NULL). */
 static struct timespec *idle_timeout(struct waiter *w, struct timespec *ts)
 {
-    uint64_t now, d;
+    uint64_t now, at, d;
 
-    if (!w->heap_n)
+    if (!w->heap_n && !w->verify_n)
         return NULL;
+    at = w->heap_n ? w->heap[0]->wait_deadline : UINT64_MAX;
+    if (w->verify_n && w->verify_at < at)
+        at = w->verify_at;
     now = now_ns();
-    d = w->heap[0]->wait_deadline > now ? w->heap[0]->wait_deadline - now : 0;
+    d = at > now ? at - now : 0;
     ts->tv_sec = (time_t)(d / 1000000000u);
     ts->tv_nsec = (long)(d % 1000000000u);
     return ts;
@@ -547,8 +573,13 @@ bool vms__wait_idle(void)
     if (w->port)
         port_drain(w);
     w->now = now = now_ns();
-    while (w->heap_n && w->heap[0]->wait_deadline <= now)
-        timer_fired(w, w->heap[0]);
+    while (w->heap_n && w->heap[0]->wait_deadline <= now) {
+        struct vms_fiber_desc *f = w->heap[0];
+
+        wake(w, f, f->wait == VMS_WAIT_PARK ? -ETIMEDOUT : 0);
+    }
+    if (w->verify_n && w->verify_at <= now)
+        verify_sweep(w, now);
     return true;
 }
 
@@ -742,18 +773,19 @@ int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns)
     f->wait_fd = fd;
     f->wait_events = events;
     f->wait_result = 0;
-    f->wait_verify = old;
-    f->wait_timeout = timeout_ns > 0 ? deadline_after((uint64_t)timeout_ns) : UINT64_MAX;
+    f->wait_verify = false;
     w->fd_waits++;
-    if (old || timeout_ns > 0) {
-        uint64_t at = old ? deadline_after(VERIFY_NS) : f->wait_timeout;
-
-        if ((rc = timer_add(w, f, at < f->wait_timeout ? at : f->wait_timeout))) {
-            forget(w, f);
-            return rc;
-        }
+    if (timeout_ns > 0 && (rc = timer_add(w, f, deadline_after((uint64_t)timeout_ns)))) {
+        forget(w, f);
+        return rc;
     }
-    f->wait_since = w->now;
+    /* A check must not come early because the thread has not idled for a while: the time itself. */
+    f->wait_since = old ? now_ns() : w->now;
+    if (old) {
+        f->wait_verify = true;
+        if (!w->verify_n++)
+            w->verify_at = f->wait_since + VERIFY_NS;
+    }
     vms__sched_block();
     return f->wait_result;
 }
