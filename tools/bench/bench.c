@@ -276,6 +276,8 @@ int cmd_bench(int argc, char **argv)
         return bench_child_main(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "--callgrind-child"))
         return bench_callgrind_child();
+    if (argc == 3 && !strcmp(argv[1], "--echo-serve"))
+        return bench_echo_serve(argv[2]);
     if ((rc = cmd_options("bench", argc, argv, bench_options, false, on_option, &plot_dir, &first)) == CMD_HELP) {
         help();
         return CMD_OK;

@@ -157,6 +157,8 @@ int bench_cache(void);
 int bench_scale(void);
 int bench_tlb(void);
 int bench_echo(void);   /* bench_echo.c */
+/* 'vmstack bench --echo-serve KIND': a server of bench_echo on fd 3, measured by callgrind. */
+int bench_echo_serve(const char *kind);
 int bench_ring(void);
 int bench_peers(void); /* bench_peers.c, with Boost.Context's side in peers_boost.cpp */
 int bench_instructions(void); /* bench_instr.c, with the C++ paths in peers_instr.cpp */

@@ -23,6 +23,10 @@
  *     the server's resident set divided by 10,000.  The handler is the same
  *     in all three (a 4 KiB buffer on its stack).  A thread also has a
  *     kernel stack, which no RSS shows: its growth is reported beside.
+ *   - User-space instructions per request, fibers on one thread against
+ *     the epoll loop, by callgrind when valgrind is installed: the figure
+ *     that shows what the scheduler adds to the same system calls, and
+ *     the one a loaded machine does not change.
  */
 #include "bench.h"
 #include "vmstack.h"
@@ -31,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -602,6 +607,88 @@ static double idle_rss(enum kind k, int n, int settle_ms, double *kstack)
     return after < 0 ? -1 : (double)(after - before) / n;
 }
 
+/* ---- instructions per request, by callgrind ---- */
+
+static void serve_end(int sig)
+{
+    (void)sig;
+    _exit(0); /* callgrind writes its counts at exit */
+}
+
+/* 'vmstack bench --echo-serve KIND': the server of kind (fibers-1t or epoll) on fd 3, until SIGTERM. */
+int bench_echo_serve(const char *kind)
+{
+    intptr_t k = !strcmp(kind, kind_name[EPOLL]) ? EPOLL : FIBERS1;
+
+    signal(SIGTERM, serve_end);
+    serve_thread((void *)(k << 32 | 3));
+    return 1;
+}
+
+/* The instructions callgrind counted in the server of kind k while it answered reqs requests; -1 if it could not. */
+static double callgrind_run(enum kind k, int conns, long reqs, const char *dir)
+{
+    char exe[PATH_MAX], out[PATH_MAX + 64], file[PATH_MAX + 16], line[256];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    struct load l = { .kind = k, .ep = -1 };
+    double ir = -1;
+    int lfd;
+    FILE *f;
+
+    l.addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    if (len <= 0 || (lfd = listen_on(&l.addr)) < 0)
+        return -1;
+    exe[len] = '\0';
+    snprintf(file, sizeof file, "%s/cg.out", dir);
+    snprintf(out, sizeof out, "--callgrind-out-file=%s", file);
+    fflush(NULL);
+    if ((l.pid = fork()) == 0) {
+        char *argv[] = { "valgrind", "--tool=callgrind", "-q", out, exe, "bench", "--echo-serve",
+                         (char *)kind_name[k], NULL };
+
+        /* dup2 onto itself would keep close-on-exec. */
+        if ((lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3) - 3) || !freopen("/dev/null", "w", stderr))
+            _exit(126);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(lfd);
+    if (l.pid > 0 && load_open(&l, conns) == 0 && load_run(&l, reqs, NULL) == 0) {
+        load_close(&l);
+        kill(l.pid, SIGTERM);
+        waitpid(l.pid, NULL, 0);
+        for (f = fopen(file, "r"); f && fgets(line, sizeof line, f);)
+            if (sscanf(line, "summary: %lf", &ir) == 1 || sscanf(line, "totals: %lf", &ir) == 1)
+                break;
+        if (f)
+            fclose(f);
+        unlink(file);
+        return ir;
+    }
+    load_close(&l);
+    server_stop(l.pid);
+    return -1;
+}
+
+/*
+ * User-space instructions per request of the server of kind k on one
+ * thread: runs of reqs and 3 * reqs requests on fresh servers, the
+ * difference divided by 2 * reqs, so start-up and accepting drop out.
+ * -1 when valgrind is missing or a run failed.
+ */
+static double instructions_per_request(enum kind k, int conns, long reqs)
+{
+    char dir[] = "/tmp/vmstack-echo-cg.XXXXXX";
+    double a, b;
+
+    if (!mkdtemp(dir))
+        return -1;
+    a = callgrind_run(k, conns, reqs, dir);
+    b = a < 0 ? -1 : callgrind_run(k, conns, 3 * reqs, dir);
+    rmdir(dir);
+    return a < 0 || b < 0 ? -1 : (b - a) / (2.0 * (double)reqs);
+}
+
 /* Builds the Go peer in a temporary directory (its own GOCACHE, no network); false, with a note, when it cannot. */
 static bool go_build(void)
 {
@@ -691,7 +778,7 @@ int bench_echo(void)
     long reqs = quick ? REQS / 20 : REQS;
     struct figures f64 = { 0 }, f512 = { 0 };
     enum kind idle_kinds[] = { FIBERS, THREADS, EPOLL, GO };
-    double rss[NKINDS] = { 0 }, kstack[NKINDS] = { 0 }, shallow, deep, ks, thread_cost;
+    double rss[NKINDS] = { 0 }, kstack[NKINDS] = { 0 }, shallow, deep, ks, thread_cost, ir_fibers, ir_epoll;
     bool measured[NKINDS] = { false };
     int rc = 1;
 
@@ -722,6 +809,8 @@ int bench_echo(void)
     deep_bytes = 0;
     if (shallow < 0 || deep < 0)
         goto out;
+    ir_fibers = instructions_per_request(FIBERS1, conns, reqs / 5);
+    ir_epoll = ir_fibers < 0 ? -1 : instructions_per_request(EPOLL, conns, reqs / 5);
     /* A thread's memory includes its kernel stack, which no RSS shows. */
     thread_cost = rss[THREADS] + (kstack[THREADS] > 0 ? kstack[THREADS] : 16384);
     bench_json_open("echo");
@@ -742,6 +831,11 @@ int bench_echo(void)
                rss[THREADS], rss[EPOLL], have[GO] ? ", go " : "", have[GO] ? rss[GO] : 0.0, rss[FIBERS] / thread_cost);
     bench_note("trimmed idle fibers, %d connections: 32 KiB deep once %.0f bytes each, 4 KiB deep %.0f (ratio %.2f, "
                "goal <= 1.2)", idle, deep, shallow, deep / shallow);
+    if (ir_epoll > 0)
+        bench_note("user-space instructions per request (callgrind, one thread): fibers %.0f, epoll loop %.0f", ir_fibers,
+                   ir_epoll);
+    else
+        bench_note("user-space instructions per request: not measured (valgrind is not installed, or a run failed)");
     for (int k = 0; k < NKINDS; k++)
         if (measured[k])
             bench_plot_bar("echo-rss", kind_name[k], rss[k], -1);
@@ -760,6 +854,12 @@ int bench_echo(void)
     bench_json_open("kernel_stack_per_idle_conn_bytes");
     bench_json_num("threads", kstack[THREADS]);
     bench_json_close();
+    if (ir_epoll > 0) {
+        bench_json_open("instructions_per_request");
+        bench_json_num(kind_name[FIBERS1], ir_fibers);
+        bench_json_num(kind_name[EPOLL], ir_epoll);
+        bench_json_close();
+    }
     bench_json_open("trimmed_rss_per_idle_conn_bytes");
     bench_json_num("deep_4k", shallow);
     bench_json_num("deep_32k", deep);
