@@ -849,6 +849,64 @@ typedef void (*vms_stack_overflow_fn)(const vms_overflow *ov, void *arg);
 VMS_API int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn, void *arg);
 
 /*
+ * Everything a coroutine runtime sets for one stack, in one call: the
+ * allocation of vms_stack_alloc, and the settings of vms_stack_set_name
+ * and vms_stack_on_overflow written straight into the new stack's record
+ * (no lookup per setting), plus two that only this call sets.  Zero (or
+ * NULL) fields are the defaults; all zero is vms_stack_alloc(st, 0).
+ *
+ *   size              usable bytes, as vms_stack_alloc's size (0: the default)
+ *   name              as vms_stack_set_name; NULL: none
+ *   on_overflow, arg  as vms_stack_on_overflow; NULL: none
+ *   outermost_return  the return address the runtime gives its
+ *                     coroutines' outermost frame, when it is not a
+ *                     real one (minicoro's asm backend:
+ *                     0xdeaddeaddeaddead).  The kill's chain check ends
+ *                     there, as at a trampoline: without it the chain
+ *                     "could not be followed to the stack's entry" and
+ *                     the kill becomes an abort.  The report's trace
+ *                     ends there too.  0: none
+ *   low_reserve       bytes at the stack's low end that hold the runtime's
+ *                     own state (minicoro keeps its coroutine record, its
+ *                     context and its storage at the start of the block it
+ *                     allocates, and the stack above them), rounded up to
+ *                     whole pages.  A guard of low_guard bytes (rounded up
+ *                     to whole pages; 0: one page) then lies between them
+ *                     and the stack, so that an overflow stops there and
+ *                     is reported and handled as one at the stack's own
+ *                     guard, with the reserve intact.  The block is still
+ *                     [base, top): the runtime puts its state at base as
+ *                     before, and its stack loses the reserve and the
+ *                     guard (ask the runtime for that much more stack).
+ *                     A frame larger than low_guard can jump it, as any
+ *                     guard (-fstack-clash-protection).  Costs a system
+ *                     call at allocation and at free, and two VMAs in
+ *                     mprotect mode.  0: none
+ *   low_guard         see low_reserve
+ *   abort_reason      when the runtime gives no overflow handler: why it
+ *                     cannot end a coroutine alone, said in the report's
+ *                     last line when an overflow aborts ("vmstack:
+ *                     aborting: REASON; the size ..."); a string that
+ *                     lives as long as the stack (a literal).  NULL: the
+ *                     generic "the stack has no overflow handler ..."
+ *
+ * Returns 0 and fills *st, or the errors of vms_stack_alloc, or -EINVAL
+ * when the reserve and its guard leave less than one page of stack.
+ * Not async-signal-safe.
+ */
+typedef struct vms_stack_opts {
+    size_t size;
+    const char *name;
+    vms_stack_overflow_fn on_overflow;
+    void *on_overflow_arg;
+    uintptr_t outermost_return;
+    size_t low_reserve;
+    size_t low_guard;
+    const char *abort_reason;
+} vms_stack_opts;
+VMS_API int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *opts);
+
+/*
  * Makes the calling thread report-ready: the overflow handler installed,
  * and a guarded alternate signal stack for the thread (a vmstack stack of
  * 64 KiB, or the default stack size when larger).  Once per thread; later

@@ -2,8 +2,10 @@
 /*
  * Stacks of other coroutine libraries, first-class: a name for reports, a
  * per-stack overflow handler through which the runtime ends just the
- * coroutine that overflowed, and the thread attach call that makes any
- * thread (a work-stealing scheduler's worker) report-ready.
+ * coroutine that overflowed, the outermost frame and the low-end record
+ * of runtimes that need them known (vms_stack_alloc_opts, all of it in
+ * one call), and the thread attach call that makes any thread (a
+ * work-stealing scheduler's worker) report-ready.
  *
  * Ending a coroutine of another runtime cannot work as the kill of a
  * fiber does (a fresh frame near the top of the overflowed stack): the
@@ -37,17 +39,23 @@ static int stack_task(const vms_stack *st, struct vms_task **out)
     return 0;
 }
 
+static void put_name(struct vms_task *t, const char *name)
+{
+    size_t i = 0;
+
+    for (; name && name[i] && i < sizeof t->name - 1; i++)
+        t->name[i] = name[i];
+    memset(t->name + i, 0, sizeof t->name - i);
+}
+
 int vms_stack_set_name(const vms_stack *st, const char *name)
 {
     struct vms_task *t = NULL;
-    size_t i = 0;
     int rc = stack_task(st, &t);
 
     if (rc)
         return rc;
-    for (; name && name[i] && i < sizeof t->name - 1; i++)
-        t->name[i] = name[i];
-    memset(t->name + i, 0, sizeof t->name - i);
+    put_name(t, name);
     return 0;
 }
 
@@ -60,6 +68,50 @@ int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn, void *a
         return rc;
     t->on_overflow_arg = arg;
     t->on_overflow = fn;
+    return 0;
+}
+
+static size_t whole_pages(size_t n)
+{
+    return (n + vms__g.page - 1) & ~(vms__g.page - 1);
+}
+
+/* The runtime's record at the low end, then a guard, then the stack: at least a page of it. */
+static int reserve_low(const vms_stack *st, struct vms_task *t, const vms_stack_opts *o)
+{
+    size_t off = whole_pages(o->low_reserve), len = whole_pages(o->low_guard ? o->low_guard : 1);
+
+    if (o->low_reserve >= st->size || o->low_guard >= st->size || off + len + vms__g.page > st->size)
+        return vms__fail(EINVAL, "a low reserve of %zu bytes and a guard of %zu leave no page of a %zu-byte stack: "
+                         "ask for more size", o->low_reserve, o->low_guard ? o->low_guard : vms__g.page, st->size);
+    return vms__inner_guard(st, t, off, len);
+}
+
+/*
+ * The stack is fresh and ours: its record is found by its id, with no
+ * check of the handle, and it was cleared when the stack was last freed.
+ */
+int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *o)
+{
+    struct vms_task *t;
+    int rc;
+
+    if ((rc = vms_stack_alloc(st, o ? o->size : 0)) || !o)
+        return rc;
+    t = &vms__slot_of_id(st->id)->task;
+    if (o->name || o->on_overflow) {
+        t->kind = VMS_TASK_STACK;
+        t->id = st->id;
+        put_name(t, o->name);
+    }
+    t->on_overflow_arg = o->on_overflow_arg;
+    t->on_overflow = o->on_overflow;
+    t->outermost = o->outermost_return;
+    t->abort_reason = o->abort_reason;
+    if (o->low_reserve && (rc = reserve_low(st, t, o))) {
+        vms_stack_free(st);
+        return rc;
+    }
     return 0;
 }
 

@@ -21,6 +21,8 @@
  * Boost.Context's trampoline): the outermost frame on the stack, after
  * which the unwinder finds no caller, or a caller on another stack.  The
  * trampoline itself holds nothing: it only calls the coroutine's function.
+ * A runtime whose outermost frame returns to a sentinel address names it
+ * (vms_task.outermost), and the chain ends there.
  *
  * Async-signal-safe: libunwind's local unwinding and the symbol lookup.
  */
@@ -119,7 +121,10 @@ static void hold(struct vms_kill_check *k, const struct vms_symres *s)
  * frame's verdict is kept only once a caller on the stack is found above
  * it.  The outermost frame is the one after which the unwinder reports
  * the end of the chain, finds a zero return address, or finds a caller
- * above the stack's top (on the stack that resumed the coroutine).
+ * above the stack's top (on the stack that resumed the coroutine), or
+ * whose return address is the one the runtime named as its coroutines'
+ * outermost (vms_stack_alloc_opts: minicoro's 0xdeaddeaddeaddead, where
+ * the unwinder would go on into no code and fail).
  */
 static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack)
 {
@@ -135,7 +140,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
     for (long i = 0; i < MAX_CHAIN; i++) {
         if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0)
             return;
-        if (stack && i > 0 && (ip == 0 || sp > f->hi)) {
+        if (stack && i > 0 && (ip == 0 || sp > f->hi || ip == f->owner.outermost)) {
             k->followed = true; /* the frame before was the outermost */
             return;
         }
