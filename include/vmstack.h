@@ -858,6 +858,19 @@ VMS_API int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn,
  *   size              usable bytes, as vms_stack_alloc's size (0: the default)
  *   name              as vms_stack_set_name; NULL: none
  *   on_overflow, arg  as vms_stack_on_overflow; NULL: none
+ *   handler_on_stack  nonzero: on_overflow runs on the coroutine's own
+ *                     stack instead of the alternate signal stack, as
+ *                     ordinary code (the signal handler has returned,
+ *                     the coroutine's signal mask is back), on a fresh
+ *                     frame below the chain's outermost frame, which
+ *                     stays intact.  It leaves as the coroutine itself
+ *                     would: through the runtime's own yield or switch,
+ *                     never to be resumed (minicoro's mco_yield checks
+ *                     that it runs on the coroutine's stack, so it cannot
+ *                     be called from the alternate one).  The frames
+ *                     below the outermost are abandoned as by any kill.
+ *                     Should it return, vmstack says so and the process
+ *                     dies by SIGSEGV.
  *   outermost_return  the return address the runtime gives its
  *                     coroutines' outermost frame, when it is not a
  *                     real one (minicoro's asm backend:
@@ -903,6 +916,7 @@ typedef struct vms_stack_opts {
     size_t low_reserve;
     size_t low_guard;
     const char *abort_reason;
+    int handler_on_stack;
 } vms_stack_opts;
 VMS_API int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *opts);
 

@@ -13,6 +13,10 @@
  *                 runtime's entry, its handler ends it alone, the others
  *                 finish with the right results, and every record (the
  *                 overflowed one's too) still has its checksum
+ *   on_stack      the same with the handler on the coroutine's own stack
+ *                 (handler_on_stack), where it ends the coroutine by the
+ *                 runtime's own switch away from it, as minicoro's
+ *                 mco_yield would
  *   no_outermost  the sentinel not named: the chain cannot be followed to
  *                 the stack's entry, so the kill is refused: death by
  *                 SIGSEGV, and the report's last line says why
@@ -194,18 +198,35 @@ static void mc_on_overflow(const vms_overflow *ov, void *arg)
     longjmp(mc_recover, 1);
 }
 
+/*
+ * The same on the coroutine's own stack (handler_on_stack): it ends the
+ * coroutine as the runtime's own switch away from it would, for good.
+ */
+static void mc_end_on_stack(const vms_overflow *ov, void *arg)
+{
+    struct mc_coro *co = mc_current;
+    char here;
+
+    (void)arg;
+    fprintf(stderr, "test: the handler runs on %s's own stack: %s\n", ov->name,
+            &here >= (char *)ov->stack_lo && &here < (char *)ov->stack_hi ? "yes" : "no");
+    co->state = MC_OVERFLOWED;
+    mc_switch(&co->sp, mc_sched_sp);
+}
+
 static char names[4][16];
 static int named;
 
-static void *alloc_with(size_t size, uintptr_t outermost, size_t reserve)
+static void *alloc_with(size_t size, uintptr_t outermost, size_t reserve, bool on_stack)
 {
     vms_stack st;
     vms_stack_opts o = {
         .size = size,
         .name = names[named],
-        .on_overflow = mc_on_overflow,
+        .on_overflow = on_stack ? mc_end_on_stack : mc_on_overflow,
         .outermost_return = outermost,
         .low_reserve = reserve,
+        .handler_on_stack = on_stack,
     };
 
     snprintf(names[named], sizeof names[named], "coro %d", named);
@@ -215,17 +236,22 @@ static void *alloc_with(size_t size, uintptr_t outermost, size_t reserve)
 
 static void *alloc_vmstack(size_t size)
 {
-    return alloc_with(size, SENTINEL, sizeof(struct mc_coro));
+    return alloc_with(size, SENTINEL, sizeof(struct mc_coro), false);
+}
+
+static void *alloc_on_stack(size_t size)
+{
+    return alloc_with(size, SENTINEL, sizeof(struct mc_coro), true);
 }
 
 static void *alloc_no_outermost(size_t size)
 {
-    return alloc_with(size, 0, sizeof(struct mc_coro));
+    return alloc_with(size, 0, sizeof(struct mc_coro), false);
 }
 
 static void *alloc_no_reserve(size_t size)
 {
-    return alloc_with(size, SENTINEL, 0);
+    return alloc_with(size, SENTINEL, 0, false);
 }
 
 /* ---- scenarios ---- */
@@ -280,6 +306,20 @@ static void several(void)
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
     check_report(c.text, 0, STACK_TASK("coro 2"), FRAME("recurse"), killed_coro2);
     check_trace_ends_at_entry(c.text);
+    CHECK_TEXT(count_lines(c.text, "^test: coro [013] finished, record intact$") == 3, c.text, "the others finish");
+    CHECK_TEXT(count_lines(c.text, "^test: coro 2 overflowed, record intact$") == 1, c.text, "coro 2 ended, intact");
+    free(c.text);
+}
+
+static void on_stack(void)
+{
+    struct child c;
+
+    child_run(&c, run_four, (void *)alloc_on_stack);
+    CHECK_TEXT(child_exit(&c) == 0, c.text, "clean exit");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
+    check_report(c.text, 0, STACK_TASK("coro 2"), FRAME("recurse"), killed_coro2);
+    CHECK_TEXT(count_lines(c.text, "^test: the handler runs on coro 2's own stack: yes$") == 1, c.text, "on its stack");
     CHECK_TEXT(count_lines(c.text, "^test: coro [013] finished, record intact$") == 3, c.text, "the others finish");
     CHECK_TEXT(count_lines(c.text, "^test: coro 2 overflowed, record intact$") == 1, c.text, "coro 2 ended, intact");
     free(c.text);
@@ -342,7 +382,8 @@ static void api(void)
 int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
-        {"several", several}, {"no_outermost", no_outermost}, {"no_reserve", no_reserve}, {"api", api},
+        {"several", several}, {"on_stack", on_stack}, {"no_outermost", no_outermost},
+        {"no_reserve", no_reserve}, {"api", api},
         {NULL, NULL},
     };
 

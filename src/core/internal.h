@@ -52,6 +52,7 @@ struct vms_task {
     /* A STACK's runtime (vms_stack_alloc_opts): */
     uintptr_t outermost;      /* the return address of its coroutines' outermost frame (0: none) */
     const char *abort_reason; /* why it cannot end a coroutine alone, for the report (static) */
+    bool handler_on_stack;    /* on_overflow runs on the coroutine's own stack, not the altstack */
     uint32_t inner_off;       /* its inner guard: [base + inner_off, base + inner_off + inner_len), */
     uint32_t inner_len;       /* between its record at the stack's low end and the stack (0: none) */
     /*

@@ -527,6 +527,10 @@ static void handle(struct vms_fault *f, siginfo_t *si)
         redirect_to_kill(f);
         return;
     }
+    if (o == VMS_OUT_KILL_STACK && f->owner.handler_on_stack) {
+        vms__foreign_redirect(f, &b);
+        return;
+    }
     if (o == VMS_OUT_KILL_STACK) {
         vms__foreign_end(f, &b);
         handler_returned(f);

@@ -21,6 +21,7 @@
 #include "core/sanitizer.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The record of a bare stack a runtime may set up, made a STACK's.  0 or -errno. */
@@ -108,6 +109,7 @@ int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *o)
     t->on_overflow = o->on_overflow;
     t->outermost = o->outermost_return;
     t->abort_reason = o->abort_reason;
+    t->handler_on_stack = o->handler_on_stack != 0;
     if (o->low_reserve && (rc = reserve_low(st, t, o))) {
         vms_stack_free(st);
         return rc;
@@ -148,6 +150,49 @@ void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const st
         .report = b->p,
         .report_len = b->len,
     };
+}
+
+/*
+ * The handler's call on the coroutine's own stack, kept there too (above
+ * the frame it runs in): the signal handler that wrote it has returned.
+ */
+struct on_stack_call {
+    vms_overflow ov;
+    char name[sizeof ((struct vms_task *)0)->name + 1];
+    vms_stack_overflow_fn fn;
+    void *arg;
+};
+
+#define OUTER_GAP 128 /* bytes left below the outermost frame's stack pointer */
+
+/* Ordinary code, the coroutine's own signal mask back: the handler leaves by the runtime's switch. */
+static void call_on_stack(void *p)
+{
+    struct on_stack_call *c = p;
+    char text[128];
+    struct vms_sbuf b = {text, sizeof text, 0};
+
+    c->fn(&c->ov, c->arg);
+    vms__sb_str(&b, "vmstack: the overflow handler of stack '");
+    vms__sb_str(&b, c->name);
+    vms__sb_str(&b, "' returned: aborting\n");
+    vms__report_emit(text, b.len);
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    abort();
+}
+
+void vms__foreign_redirect(const struct vms_fault *f, const struct vms_sbuf *b)
+{
+    uintptr_t at = (f->kc.outer_sp - OUTER_GAP - sizeof(struct on_stack_call)) & ~(uintptr_t)63;
+    struct on_stack_call *c = (struct on_stack_call *)at;
+
+    /* The abandoned frames' redzones must not trouble the call made there. */
+    vms__san_stack_reset((void *)f->lo, f->kc.outer_sp - f->lo);
+    vms__overflow_info(f, VMS_OVERFLOW_STACK, b, c->name, &c->ov);
+    c->fn = f->owner.on_overflow;
+    c->arg = f->owner.on_overflow_arg;
+    vms__uc_redirect_ptr(f->uc, at, call_on_stack, c);
 }
 
 void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b)

@@ -142,6 +142,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
             return;
         if (stack && i > 0 && (ip == 0 || sp > f->hi || ip == f->owner.outermost)) {
             k->followed = true; /* the frame before was the outermost */
+            k->outer_sp = prev_sp;
             return;
         }
         if (ip == 0 || (i > 0 && (sp <= prev_sp || sp > f->hi)))
@@ -167,6 +168,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
             /* 0: the unwinder's own end of the chain (undefined return address), after the trampoline. */
             k->followed = stack && step == 0 && i > 0;
             k->ended = step == 0;
+            k->outer_sp = sp;
             return;
         }
     }
