@@ -710,7 +710,10 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * handler (vms_stack_on_overflow) is called under the same rule, its
  * chain followed up to the coroutine runtime's trampoline, the outermost
  * frame on the stack (glibc's __start_context for makecontext,
- * Boost.Context's trampoline), which is not judged.  An earlier handler
+ * Boost.Context's trampoline, or the frame that returns to the runtime's
+ * vms_stack_opts.outermost_return), which is not judged; Boost.Fiber's
+ * code (libboost_fiber, and its inline functions by name) counts as
+ * holding a lock.  An earlier handler
  * of the program's gets an overflow that is not killed (its last line
  * says so), as it would have without vmstack.
  *
@@ -718,8 +721,12 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * handler ends the coroutine" (vms_stack_on_overflow), or, when the policy
  * said kill and the task cannot be killed, "vmstack: aborting: " and why:
  * "a thread cannot be killed alone", "stack 'NAME' has no overflow
- * handler to end it (vms_stack_on_overflow)", "fiber 'NAME' is not the
- * one running here and cannot be killed".
+ * handler to end it (vms_stack_on_overflow)" (followed by ": REASON" when
+ * the stack's runtime gave one, vms_stack_opts.abort_reason), "fiber
+ * 'NAME' is not the one running here and cannot be killed".  A stack
+ * without a handler whose runtime gave a reason aborts under the default
+ * policy with "vmstack: aborting: REASON; the size given to
+ * vms_stack_alloc sizes it".
  *
  * TASK is "fiber 'NAME' (id N) on thread 'NAME' (tid N)", "thread 'NAME'
  * (tid N)", "stack 'NAME' on thread 'NAME' (tid N)" (a stack named with
