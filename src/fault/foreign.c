@@ -42,11 +42,10 @@ static int stack_task(const vms_stack *st, struct vms_task **out)
 
 static void put_name(struct vms_task *t, const char *name)
 {
-    size_t i = 0;
+    size_t n = name ? strnlen(name, sizeof t->name - 1) : 0;
 
-    for (; name && name[i] && i < sizeof t->name - 1; i++)
-        t->name[i] = name[i];
-    memset(t->name + i, 0, sizeof t->name - i);
+    memcpy(t->name, name ? name : "", n);
+    memset(t->name + n, 0, sizeof t->name - n);
 }
 
 int vms_stack_set_name(const vms_stack *st, const char *name)
@@ -97,7 +96,7 @@ int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *o)
     struct vms_task *t;
     int rc;
 
-    if ((rc = vms_stack_alloc(st, o ? o->size : 0)) || !o)
+    if ((rc = vms__stack_alloc(st, o ? o->size : 0, 0)) || !o)
         return rc;
     t = &vms__slot_of_id(st->id)->task;
     if (o->name || o->on_overflow) {
