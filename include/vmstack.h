@@ -710,7 +710,10 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * handler (vms_stack_on_overflow) is called under the same rule, its
  * chain followed up to the coroutine runtime's trampoline, the outermost
  * frame on the stack (glibc's __start_context for makecontext,
- * Boost.Context's trampoline), which is not judged.  An earlier handler
+ * Boost.Context's trampoline, or the frame that returns to the runtime's
+ * vms_stack_opts.outermost_return), which is not judged; Boost.Fiber's
+ * code (libboost_fiber, and its inline functions by name) counts as
+ * holding a lock.  An earlier handler
  * of the program's gets an overflow that is not killed (its last line
  * says so), as it would have without vmstack.
  *
@@ -718,8 +721,12 @@ VMS_API int vms_thread_detach(pthread_t thread);
  * handler ends the coroutine" (vms_stack_on_overflow), or, when the policy
  * said kill and the task cannot be killed, "vmstack: aborting: " and why:
  * "a thread cannot be killed alone", "stack 'NAME' has no overflow
- * handler to end it (vms_stack_on_overflow)", "fiber 'NAME' is not the
- * one running here and cannot be killed".
+ * handler to end it (vms_stack_on_overflow)" (followed by ": REASON" when
+ * the stack's runtime gave one, vms_stack_opts.abort_reason), "fiber
+ * 'NAME' is not the one running here and cannot be killed".  A stack
+ * without a handler whose runtime gave a reason aborts under the default
+ * policy with "vmstack: aborting: REASON; the size given to
+ * vms_stack_alloc sizes it".
  *
  * TASK is "fiber 'NAME' (id N) on thread 'NAME' (tid N)", "thread 'NAME'
  * (tid N)", "stack 'NAME' on thread 'NAME' (tid N)" (a stack named with
@@ -847,6 +854,78 @@ VMS_API void vms_set_overflow_callback(vms_overflow_fn fn, void *arg);
  */
 typedef void (*vms_stack_overflow_fn)(const vms_overflow *ov, void *arg);
 VMS_API int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn, void *arg);
+
+/*
+ * Everything a coroutine runtime sets for one stack, in one call: the
+ * allocation of vms_stack_alloc, and the settings of vms_stack_set_name
+ * and vms_stack_on_overflow written straight into the new stack's record
+ * (no lookup per setting), plus two that only this call sets.  Zero (or
+ * NULL) fields are the defaults; all zero is vms_stack_alloc(st, 0).
+ *
+ *   size              usable bytes, as vms_stack_alloc's size (0: the default)
+ *   name              as vms_stack_set_name; NULL: none
+ *   on_overflow, arg  as vms_stack_on_overflow; NULL: none
+ *   handler_on_stack  nonzero: on_overflow runs on the coroutine's own
+ *                     stack instead of the alternate signal stack, as
+ *                     ordinary code (the signal handler has returned,
+ *                     the coroutine's signal mask is back), on a fresh
+ *                     frame below the chain's outermost frame, which
+ *                     stays intact.  It leaves as the coroutine itself
+ *                     would: through the runtime's own yield or switch,
+ *                     never to be resumed (minicoro's mco_yield checks
+ *                     that it runs on the coroutine's stack, so it cannot
+ *                     be called from the alternate one).  The frames
+ *                     below the outermost are abandoned as by any kill.
+ *                     Should it return, vmstack says so and the process
+ *                     dies by SIGSEGV.
+ *   outermost_return  the return address the runtime gives its
+ *                     coroutines' outermost frame, when it is not a
+ *                     real one (minicoro's asm backend:
+ *                     0xdeaddeaddeaddead).  The kill's chain check ends
+ *                     there, as at a trampoline: without it the chain
+ *                     "could not be followed to the stack's entry" and
+ *                     the kill becomes an abort.  The report's trace
+ *                     ends there too.  0: none
+ *   low_reserve       bytes at the stack's low end that hold the runtime's
+ *                     own state (minicoro keeps its coroutine record, its
+ *                     context and its storage at the start of the block it
+ *                     allocates, and the stack above them), rounded up to
+ *                     whole pages.  A guard of low_guard bytes (rounded up
+ *                     to whole pages; 0: one page) then lies between them
+ *                     and the stack, so that an overflow stops there and
+ *                     is reported and handled as one at the stack's own
+ *                     guard, with the reserve intact.  The block is still
+ *                     [base, top): the runtime puts its state at base as
+ *                     before, and its stack loses the reserve and the
+ *                     guard (ask the runtime for that much more stack).
+ *                     A frame larger than low_guard can jump it, as any
+ *                     guard (-fstack-clash-protection).  Costs a system
+ *                     call at allocation and at free, and two VMAs in
+ *                     mprotect mode.  0: none
+ *   low_guard         see low_reserve
+ *   abort_reason      when the runtime gives no overflow handler: why it
+ *                     cannot end a coroutine alone, said in the report's
+ *                     last line when an overflow aborts ("vmstack:
+ *                     aborting: REASON; the size ..."); a string that
+ *                     lives as long as the stack (a literal).  NULL: the
+ *                     generic "the stack has no overflow handler ..."
+ *
+ * Returns 0 and fills *st, or the errors of vms_stack_alloc, or -EINVAL
+ * when the reserve and its guard leave less than one page of stack.
+ * Not async-signal-safe.
+ */
+typedef struct vms_stack_opts {
+    size_t size;
+    const char *name;
+    vms_stack_overflow_fn on_overflow;
+    void *on_overflow_arg;
+    uintptr_t outermost_return;
+    size_t low_reserve;
+    size_t low_guard;
+    const char *abort_reason;
+    int handler_on_stack;
+} vms_stack_opts;
+VMS_API int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *opts);
 
 /*
  * Makes the calling thread report-ready: the overflow handler installed,

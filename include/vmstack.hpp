@@ -12,6 +12,9 @@
  *   vmstack::stack_allocator  Boost.Context's StackAllocator: allocate()
  *                             gives a stack_context on a vmstack stack,
  *                             deallocate() frees it by its address
+ *   vmstack::fiber_stack_allocator  (with Boost.Fiber's headers; link
+ *                             -lboost_fiber) Boost.Fiber's StackAllocator:
+ *                             an overflow in a fiber ends that fiber alone
  *   vmstack::callcc           boost::context::callcc on a named vmstack
  *                             stack, returning a vmstack::continuation: an
  *                             overflow in it gives the report with its
@@ -155,14 +158,27 @@ public:
     {
     }
 
+    /*
+     * The stack has no overflow handler: Boost.Context's own callcc and
+     * fiber keep nothing to go back to that vmstack could end one of their
+     * coroutines through.  So an overflow aborts, and the report's last
+     * line says this and what can end one alone.
+     */
     boost::context::stack_context allocate()
     {
-        stack st(size_, name_);
+        vms_stack_opts o = vms_stack_opts();
+        vms_stack st;
         boost::context::stack_context sctx;
 
-        sctx.size = st.size();
-        sctx.sp = st.top();
-        st.release();
+        o.size = size_;
+        o.name = name_;
+        o.abort_reason = "vmstack::stack_allocator's stacks have no overflow handler: Boost.Context cannot end "
+                         "one coroutine alone on them (vmstack::callcc can, and vmstack::fiber_stack_allocator "
+                         "for Boost.Fiber)";
+        if (int rc = vms_stack_alloc_opts(&st, &o))
+            throw error(rc);
+        sctx.size = st.size;
+        sctx.sp = vms_stack_top(&st);
         return sctx;
     }
 
@@ -366,4 +382,87 @@ continuation callcc(const char *name, Fn &&fn, std::size_t size)
 } // namespace vmstack
 
 #endif /* Boost.Context */
+
+#if !defined(VMSTACK_NO_BOOST) && __has_include(<boost/fiber/context.hpp>)
+#include <boost/fiber/context.hpp>
+
+#include <new>
+
+namespace vmstack {
+
+namespace detail {
+
+/*
+ * Ends the Boost.Fiber fiber that overflowed, as its own return would:
+ * called by vmstack on the fiber's own stack, below the frame of Boost's
+ * trampoline (vms_stack_opts.handler_on_stack), where Boost.Fiber's record
+ * of the fiber at the stack's top is intact.  terminate() marks the fiber
+ * ended, wakes its joiners and switches away; it comes back once the last
+ * reference to the fiber is dropped, from the code that drops it, which
+ * then expects the stack to be given back and an empty fiber back, as
+ * Boost.Context's own exit does.  The fiber's handle there is kept, never
+ * destroyed: destroying it would unwind the fiber again.
+ */
+inline void end_boost_fiber(const vms_overflow *ov, void *)
+{
+    void *top = ov->stack_hi;
+    boost::context::fiber releaser = boost::fibers::context::active()->terminate();
+
+    std::move(releaser).resume_with([top](boost::context::fiber &&ended) {
+        alignas(boost::context::fiber) static unsigned char kept[sizeof(boost::context::fiber)];
+
+        new (kept) boost::context::fiber(std::move(ended));
+        vms_stack_free_sp(top);
+        return boost::context::fiber();
+    });
+}
+
+} // namespace detail
+
+/*
+ * Boost.Fiber's StackAllocator on vmstack stacks of at least size bytes
+ * (0: the default), named name (may be NULL): an overflow in a fiber ends
+ * that fiber alone, as if it had returned (its joiners wake; join() does
+ * not say how it ended: vms_stats.overflows and the report do), and the
+ * scheduler goes on.  Only for Boost.Fiber's fibers (link -lboost_fiber);
+ * what the kill cannot undo is as for any (vmstack.h): the fiber's frames
+ * are abandoned, their destructors do not run, a promise it would have
+ * kept stays unkept.  The kill is refused (abort) when the chain holds a
+ * frame of libboost_fiber or of Boost.Fiber's own inline code, which may
+ * hold a scheduler or channel lock other fibers need.
+ */
+class fiber_stack_allocator {
+public:
+    explicit fiber_stack_allocator(std::size_t size = 0, const char *name = nullptr) noexcept
+        : size_(size), name_(name)
+    {
+    }
+
+    boost::context::stack_context allocate()
+    {
+        vms_stack_opts o = vms_stack_opts();
+        vms_stack st;
+        boost::context::stack_context sctx;
+
+        o.size = size_;
+        o.name = name_;
+        o.on_overflow = detail::end_boost_fiber;
+        o.handler_on_stack = 1;
+        if (int rc = vms_stack_alloc_opts(&st, &o))
+            throw error(rc);
+        sctx.size = st.size;
+        sctx.sp = vms_stack_top(&st);
+        return sctx;
+    }
+
+    void deallocate(boost::context::stack_context &sctx) noexcept { vms_stack_free_sp(sctx.sp); }
+
+private:
+    std::size_t size_;
+    const char *name_;
+};
+
+} // namespace vmstack
+
+#endif /* Boost.Fiber */
 #endif

@@ -12,16 +12,26 @@
 //   future    fibers::async on a vmstack stack gives its value; an
 //             exception thrown in the fiber comes out of future::get
 //   detach    detached fibers run to their end without a join
+//   overflow  one of five fibers overflows its stack from
+//             vmstack::stack_allocator, which has no way to end it alone:
+//             death by SIGSEGV after the report, whose last line says why
+//   overflow_kill  the same on vmstack::fiber_stack_allocator: that fiber
+//             alone is ended (its join returns), the other four finish,
+//             every stack is freed
 #include "vmstack.hpp"
 
 #include <boost/fiber/all.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define CHECK(cond)                                                                       \
     do {                                                                                  \
@@ -182,6 +192,107 @@ static void detach()
     CHECK(live_stacks() == before);
 }
 
+// Recursion with a 128-byte frame, kept a real recursion by the volatile read after the call.
+__attribute__((noinline, noclone)) long runaway(long n)
+{
+    volatile char pad[128];
+
+    pad[n & 127] = static_cast<char>(n);
+    if (n == 0)
+        return 0;
+    return runaway(n - 1) + pad[n & 127];
+}
+
+// The lines of text, without their newlines.
+static std::vector<std::string> lines_of(const std::string &text)
+{
+    std::vector<std::string> out;
+    std::size_t pos = 0, end;
+
+    while ((end = text.find('\n', pos)) != std::string::npos) {
+        out.push_back(text.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    return out;
+}
+
+// Runs fn in a child with its stderr captured; its text, which is also logged, and its wait status.
+static std::string in_child(void (*fn)(), int *status)
+{
+    int fd[2];
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    pid_t pid;
+
+    CHECK(pipe(fd) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 2);
+        fn();
+        _exit(0);
+    }
+    close(fd[1]);
+    while ((n = read(fd[0], buf, sizeof buf)) > 0)
+        text.append(buf, static_cast<std::size_t>(n));
+    close(fd[0]);
+    CHECK(waitpid(pid, status, 0) == pid);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    return text;
+}
+
+// Five fibers on stacks from the allocator A; the third overflows on its second turn.
+template <typename A>
+static void five_fibers()
+{
+    const std::size_t before = live_stacks();
+    std::vector<fibers::fiber> fs;
+    int finished = 0;
+
+    for (int i = 0; i < 5; i++)
+        fs.emplace_back(std::allocator_arg, A(kStack, i == 2 ? "runaway" : "calm"), [i, &finished] {
+            boost::this_fiber::yield();
+            long v = runaway(i == 2 ? 1L << 40 : 20);
+            boost::this_fiber::yield();
+            finished += v == 210; // 1 + 2 + ... + 20
+        });
+    for (auto &f : fs)
+        f.join();
+    fs.clear();
+    vms_stats s;
+    vms_stats_get(&s);
+    std::fprintf(stderr, "test: %d finished, %zu stacks left, %lu overflows\n", finished, live_stacks() - before,
+                 static_cast<unsigned long>(s.overflows));
+}
+
+static void overflow()
+{
+    int status = 0;
+    std::vector<std::string> lines = lines_of(in_child(five_fibers<vmstack::stack_allocator>, &status));
+
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+    CHECK(lines.size() > 6 && lines[0].find("vmstack: BUG: stack guard page was hit at ") == 0);
+    CHECK(lines[1].find("vmstack: stack 'runaway' on thread '") == 0);
+    CHECK(lines.back() == "vmstack: aborting: vmstack::stack_allocator's stacks have no overflow handler: "
+                          "Boost.Context cannot end one coroutine alone on them (vmstack::callcc can, and "
+                          "vmstack::fiber_stack_allocator for Boost.Fiber); the size given to vms_stack_alloc "
+                          "sizes it");
+}
+
+static void overflow_kill()
+{
+    int status = 0;
+    std::vector<std::string> lines = lines_of(in_child(five_fibers<vmstack::fiber_stack_allocator>, &status));
+
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(lines.size() > 7 && lines[0].find("vmstack: BUG: stack guard page was hit at ") == 0);
+    CHECK(lines[1].find("vmstack: stack 'runaway' on thread '") == 0);
+    CHECK(lines[lines.size() - 2] == "vmstack: killed stack 'runaway': its overflow handler ends the coroutine");
+    CHECK(lines.back() == "test: 4 finished, 0 stacks left, 1 overflows");
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -189,7 +300,8 @@ int main(int argc, char **argv)
         void (*fn)();
     } cases[] = {
         { "join", join }, { "yield", yield }, { "channel", channel },
-        { "mutex", mutex }, { "future", future }, { "detach", detach },
+        { "mutex", mutex }, { "future", future }, { "detach", detach }, { "overflow", overflow },
+        { "overflow_kill", overflow_kill },
     };
 
     int ran = 0;

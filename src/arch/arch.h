@@ -48,6 +48,7 @@ void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg, uin
  * frame pointer).  Writes to the stack below top.
  */
 void vms__uc_redirect(ucontext_t *uc, uintptr_t top, void (*fn)(int), int arg);
+void vms__uc_redirect_ptr(ucontext_t *uc, uintptr_t top, void (*fn)(void *), void *arg);
 
 /*
  * callsite.c: the dead-stack scan's rules.  The caller has checked that the

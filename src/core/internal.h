@@ -49,6 +49,12 @@ struct vms_task {
     bool detached;            /* a thread created detached or detached since: join says EINVAL */
     vms_stack_overflow_fn on_overflow; /* a STACK's runtime ends its coroutine here */
     void *on_overflow_arg;
+    /* A STACK's runtime (vms_stack_alloc_opts): */
+    uintptr_t outermost;      /* the return address of its coroutines' outermost frame (0: none) */
+    const char *abort_reason; /* why it cannot end a coroutine alone, for the report (static) */
+    bool handler_on_stack;    /* on_overflow runs on the coroutine's own stack, not the altstack */
+    uint32_t inner_off;       /* its inner guard: [base + inner_off, base + inner_off + inner_len), */
+    uint32_t inner_len;       /* between its record at the stack's low end and the stack (0: none) */
     /*
      * A stack freed together with this one, as id << 32 | gen (0: none): a
      * thread's alternate signal stack, which may be freed only once the
@@ -181,6 +187,8 @@ void *vms__os_reserve(size_t bytes);
 int vms__os_commit(void *addr, size_t bytes);
 void vms__os_decommit(void *addr, size_t bytes);
 int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode);
+/* Takes a guard of vms__os_guard's away: the bytes read and write again (as zeros, madvise). */
+int vms__os_unguard(void *addr, size_t bytes, vms_guard_mode mode);
 int vms__os_release(void *addr, size_t bytes);
 void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
@@ -235,6 +243,17 @@ int vms__stack_alloc(vms_stack *st, size_t size, size_t guard);
 
 /* The task record of a live stack (NULL for a stale or foreign handle). */
 struct vms_task *vms__task_of(const vms_stack *st);
+
+/*
+ * innerguard.c: a guard of len bytes at base + off inside the live stack
+ * st, recorded in its task record t, so that an overflow stops there
+ * before it reaches what a runtime keeps below (its record); off and len
+ * whole pages.  0 or -errno with the message set.  The guard goes when
+ * the stack is freed (vms__inner_guard_drop, from the free, before the
+ * slot can be handed out again).
+ */
+int vms__inner_guard(const vms_stack *st, struct vms_task *t, size_t off, size_t len);
+void vms__inner_guard_drop(struct vms_task *t, const char *base);
 
 /* cache.c: bytes of one CPU's magazine of `entries` stacks, whole cache lines. */
 size_t vms__magazine_bytes(unsigned entries);

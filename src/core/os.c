@@ -19,6 +19,9 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13: PTE guard markers */
 #endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
 
 void *vms__os_reserve(size_t bytes)
 {
@@ -74,6 +77,20 @@ int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode)
             vms__san_noaccess(addr, bytes);
     } else if (mode == VMS_GUARD_MPROTECT) {
         rc = mprotect(addr, bytes, PROT_NONE);
+    }
+    return rc ? -errno : 0;
+}
+
+int vms__os_unguard(void *addr, size_t bytes, vms_guard_mode mode)
+{
+    int rc = 0;
+
+    if (mode == VMS_GUARD_MADVISE) {
+        rc = madvise(addr, bytes, MADV_GUARD_REMOVE);
+        if (rc == 0)
+            vms__san_accessible(addr, bytes);
+    } else if (mode == VMS_GUARD_MPROTECT) {
+        rc = mprotect(addr, bytes, PROT_READ | PROT_WRITE);
     }
     return rc ? -errno : 0;
 }

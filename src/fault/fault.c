@@ -240,6 +240,30 @@ static bool classify_slot(struct vms_fault *f, const struct vms_loc *loc)
     return classify_guard(f, loc->where == VMS_AT_GUARD_BELOW);
 }
 
+/*
+ * An address on a live stack is a guard hit only in the guard a runtime
+ * put between its record at the stack's low end and the stack
+ * (vms_stack_alloc_opts' low_reserve): then the stack proper is the part
+ * above that guard, and the hit is an overflow of it as at its own guard.
+ */
+static bool classify_inner(struct vms_fault *f, const struct vms_loc *loc)
+{
+    struct vms_region *r = loc->region;
+    struct vms_slot *s = &r->slots[loc->slot];
+    uintptr_t base = (uintptr_t)vms__slot_base(r, loc->slot), lo;
+
+    if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE || !s->task.inner_len)
+        return false;
+    f->owner = s->task;
+    lo = base + f->owner.inner_off;
+    if (f->addr < lo || f->addr >= lo + f->owner.inner_len)
+        return false;
+    f->guard_lo = lo;
+    f->lo = lo + f->owner.inner_len;
+    f->hi = base + r->stack_size;
+    f->owned = true;
+    return classify_guard(f, true);
+}
 
 static bool classify_foreign(struct vms_fault *f)
 {
@@ -272,6 +296,8 @@ static bool classify(int sig, siginfo_t *si, ucontext_t *uc, struct vms_fault *f
     vms__locate((const void *)f->addr, &loc);
     if (loc.where == VMS_AT_GUARD_BELOW || loc.where == VMS_AT_GUARD_ABOVE)
         return classify_slot(f, &loc);
+    if (loc.where == VMS_AT_STACK)
+        return classify_inner(f, &loc);
     return loc.where == VMS_AT_NONE && classify_foreign(f);
 }
 
@@ -499,6 +525,10 @@ static void handle(struct vms_fault *f, siginfo_t *si)
     atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
     if (o == VMS_OUT_KILL_FIBER) {
         redirect_to_kill(f);
+        return;
+    }
+    if (o == VMS_OUT_KILL_STACK && f->owner.handler_on_stack) {
+        vms__foreign_redirect(f, &b);
         return;
     }
     if (o == VMS_OUT_KILL_STACK) {

@@ -41,6 +41,7 @@ struct vms_kill_check {
     bool ended;          /* or to the unwinder's end of the chain */
     const char *holder;  /* the outermost frame that may hold a shared lock, or NULL */
     const char *module;  /* its module */
+    uintptr_t outer_sp;  /* a stack's chain, followed: the stack pointer in its outermost frame */
 };
 /* What the handler found, for the report. */
 enum vms_fault_class { VMS_FAULT_NOT_OURS = 0, VMS_FAULT_OVERFLOW, VMS_FAULT_WILD };
@@ -207,6 +208,13 @@ void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const st
  * when the handler returned (then the mask is all-blocked again).
  */
 void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b);
+/*
+ * Async-signal-safe, in the handler after the report, for a stack whose
+ * handler runs on the coroutine's own stack: makes the interrupted
+ * context call it there, on a fresh frame below the outermost frame
+ * (f->kc.outer_sp), once the signal handler returns.
+ */
+void vms__foreign_redirect(const struct vms_fault *f, const struct vms_sbuf *b);
 
 /*
  * Unwinding inside the handler follows call-frame information that may be

@@ -2,8 +2,10 @@
 /*
  * Stacks of other coroutine libraries, first-class: a name for reports, a
  * per-stack overflow handler through which the runtime ends just the
- * coroutine that overflowed, and the thread attach call that makes any
- * thread (a work-stealing scheduler's worker) report-ready.
+ * coroutine that overflowed, the outermost frame and the low-end record
+ * of runtimes that need them known (vms_stack_alloc_opts, all of it in
+ * one call), and the thread attach call that makes any thread (a
+ * work-stealing scheduler's worker) report-ready.
  *
  * Ending a coroutine of another runtime cannot work as the kill of a
  * fiber does (a fresh frame near the top of the overflowed stack): the
@@ -19,6 +21,7 @@
 #include "core/sanitizer.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The record of a bare stack a runtime may set up, made a STACK's.  0 or -errno. */
@@ -37,17 +40,22 @@ static int stack_task(const vms_stack *st, struct vms_task **out)
     return 0;
 }
 
+static void put_name(struct vms_task *t, const char *name)
+{
+    size_t n = name ? strnlen(name, sizeof t->name - 1) : 0;
+
+    memcpy(t->name, name ? name : "", n);
+    memset(t->name + n, 0, sizeof t->name - n);
+}
+
 int vms_stack_set_name(const vms_stack *st, const char *name)
 {
     struct vms_task *t = NULL;
-    size_t i = 0;
     int rc = stack_task(st, &t);
 
     if (rc)
         return rc;
-    for (; name && name[i] && i < sizeof t->name - 1; i++)
-        t->name[i] = name[i];
-    memset(t->name + i, 0, sizeof t->name - i);
+    put_name(t, name);
     return 0;
 }
 
@@ -60,6 +68,51 @@ int vms_stack_on_overflow(const vms_stack *st, vms_stack_overflow_fn fn, void *a
         return rc;
     t->on_overflow_arg = arg;
     t->on_overflow = fn;
+    return 0;
+}
+
+static size_t whole_pages(size_t n)
+{
+    return (n + vms__g.page - 1) & ~(vms__g.page - 1);
+}
+
+/* The runtime's record at the low end, then a guard, then the stack: at least a page of it. */
+static int reserve_low(const vms_stack *st, struct vms_task *t, const vms_stack_opts *o)
+{
+    size_t off = whole_pages(o->low_reserve), len = whole_pages(o->low_guard ? o->low_guard : 1);
+
+    if (o->low_reserve >= st->size || o->low_guard >= st->size || off + len + vms__g.page > st->size)
+        return vms__fail(EINVAL, "a low reserve of %zu bytes and a guard of %zu leave no page of a %zu-byte stack: "
+                         "ask for more size", o->low_reserve, o->low_guard ? o->low_guard : vms__g.page, st->size);
+    return vms__inner_guard(st, t, off, len);
+}
+
+/*
+ * The stack is fresh and ours: its record is found by its id, with no
+ * check of the handle, and it was cleared when the stack was last freed.
+ */
+int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *o)
+{
+    struct vms_task *t;
+    int rc;
+
+    if ((rc = vms__stack_alloc(st, o ? o->size : 0, 0)) || !o)
+        return rc;
+    t = &vms__slot_of_id(st->id)->task;
+    if (o->name || o->on_overflow) {
+        t->kind = VMS_TASK_STACK;
+        t->id = st->id;
+        put_name(t, o->name);
+    }
+    t->on_overflow_arg = o->on_overflow_arg;
+    t->on_overflow = o->on_overflow;
+    t->outermost = o->outermost_return;
+    t->abort_reason = o->abort_reason;
+    t->handler_on_stack = o->handler_on_stack != 0;
+    if (o->low_reserve && (rc = reserve_low(st, t, o))) {
+        vms_stack_free(st);
+        return rc;
+    }
     return 0;
 }
 
@@ -96,6 +149,49 @@ void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const st
         .report = b->p,
         .report_len = b->len,
     };
+}
+
+/*
+ * The handler's call on the coroutine's own stack, kept there too (above
+ * the frame it runs in): the signal handler that wrote it has returned.
+ */
+struct on_stack_call {
+    vms_overflow ov;
+    char name[sizeof ((struct vms_task *)0)->name + 1];
+    vms_stack_overflow_fn fn;
+    void *arg;
+};
+
+#define OUTER_GAP 128 /* bytes left below the outermost frame's stack pointer */
+
+/* Ordinary code, the coroutine's own signal mask back: the handler leaves by the runtime's switch. */
+static void call_on_stack(void *p)
+{
+    struct on_stack_call *c = p;
+    char text[128];
+    struct vms_sbuf b = {text, sizeof text, 0};
+
+    c->fn(&c->ov, c->arg);
+    vms__sb_str(&b, "vmstack: the overflow handler of stack '");
+    vms__sb_str(&b, c->name);
+    vms__sb_str(&b, "' returned: aborting\n");
+    vms__report_emit(text, b.len);
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    abort();
+}
+
+void vms__foreign_redirect(const struct vms_fault *f, const struct vms_sbuf *b)
+{
+    uintptr_t at = (f->kc.outer_sp - OUTER_GAP - sizeof(struct on_stack_call)) & ~(uintptr_t)63;
+    struct on_stack_call *c = (struct on_stack_call *)at;
+
+    /* The abandoned frames' redzones must not trouble the call made there. */
+    vms__san_stack_reset((void *)f->lo, f->kc.outer_sp - f->lo);
+    vms__overflow_info(f, VMS_OVERFLOW_STACK, b, c->name, &c->ov);
+    c->fn = f->owner.on_overflow;
+    c->arg = f->owner.on_overflow_arg;
+    vms__uc_redirect_ptr(f->uc, at, call_on_stack, c);
 }
 
 void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b)

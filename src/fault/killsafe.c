@@ -8,7 +8,7 @@
  * held; so do we.  The kill is allowed only when no frame of the faulting
  * chain, from the faulting instruction up to the task's entry, lies in
  * code that may hold a lock some other task needs: libc, the dynamic
- * loader, vmstack itself, or a sanitizer's runtime.  The lock-free leaf
+ * loader, vmstack itself, a sanitizer's runtime, or Boost.Fiber.  The lock-free leaf
  * routines of libc (memcpy, strlen and the like, by name) are allowed, and so are
  * vmstack's own frames when the fault is the scheduler's stack probe
  * (vms__fiber_probing), which runs before vmstack takes or changes
@@ -21,6 +21,8 @@
  * Boost.Context's trampoline): the outermost frame on the stack, after
  * which the unwinder finds no caller, or a caller on another stack.  The
  * trampoline itself holds nothing: it only calls the coroutine's function.
+ * A runtime whose outermost frame returns to a sentinel address names it
+ * (vms_task.outermost), and the chain ends there.
  *
  * Async-signal-safe: libunwind's local unwinding and the symbol lookup.
  */
@@ -43,13 +45,29 @@ static bool starts_with(const char *s, const char *prefix)
     return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Modules whose code may hold a lock that others need (a sanitizer's runtime is an allocator too). */
+/*
+ * Modules whose code may hold a lock that others need (a sanitizer's
+ * runtime is an allocator too; Boost.Fiber's scheduler, mutexes and
+ * channels spin on locks that the other fibers of the thread need).
+ */
 static bool locking_module(const char *m)
 {
     return starts_with(m, "libc.so") || starts_with(m, "libc-") || starts_with(m, "ld-linux") ||
            starts_with(m, "ld.so") || starts_with(m, "libpthread") || starts_with(m, "libvmstack") ||
            starts_with(m, "libasan") || starts_with(m, "libtsan") || starts_with(m, "libubsan") ||
-           starts_with(m, "liblsan");
+           starts_with(m, "liblsan") || starts_with(m, "libboost_fiber");
+}
+
+/*
+ * Boost.Fiber's code inlined into the program (its channels and futures
+ * are templates that take its spinlocks), by mangled name; not the
+ * function that runs a fiber's body (worker_context::run_), which holds
+ * nothing while the body runs.
+ */
+static bool boost_fiber_code(const char *name)
+{
+    return (starts_with(name, "_ZN5boost6fibers") || starts_with(name, "_ZNK5boost6fibers")) &&
+           !starts_with(name, "_ZN5boost6fibers14worker_context");
 }
 
 /*
@@ -94,7 +112,7 @@ static bool frame_may_hold_lock(uintptr_t ip, struct vms_symres *s, bool probing
     vms__symbols_lookup(ip, s);
     if (vmstack_function(s->name) || starts_with(s->module, "libvmstack"))
         return !probing;
-    return locking_module(s->module) && !lock_free_leaf(s->name);
+    return (locking_module(s->module) && !lock_free_leaf(s->name)) || boost_fiber_code(s->name);
 }
 
 /* The task's own entry: a fiber's start routine, or vmstack's fiber entry above it. */
@@ -119,7 +137,10 @@ static void hold(struct vms_kill_check *k, const struct vms_symres *s)
  * frame's verdict is kept only once a caller on the stack is found above
  * it.  The outermost frame is the one after which the unwinder reports
  * the end of the chain, finds a zero return address, or finds a caller
- * above the stack's top (on the stack that resumed the coroutine).
+ * above the stack's top (on the stack that resumed the coroutine), or
+ * whose return address is the one the runtime named as its coroutines'
+ * outermost (vms_stack_alloc_opts: minicoro's 0xdeaddeaddeaddead, where
+ * the unwinder would go on into no code and fail).
  */
 static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack)
 {
@@ -135,8 +156,9 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
     for (long i = 0; i < MAX_CHAIN; i++) {
         if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0)
             return;
-        if (stack && i > 0 && (ip == 0 || sp > f->hi)) {
+        if (stack && i > 0 && (ip == 0 || sp > f->hi || ip == f->owner.outermost)) {
             k->followed = true; /* the frame before was the outermost */
+            k->outer_sp = prev_sp;
             return;
         }
         if (ip == 0 || (i > 0 && (sp <= prev_sp || sp > f->hi)))
@@ -162,6 +184,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
             /* 0: the unwinder's own end of the chain (undefined return address), after the trampoline. */
             k->followed = stack && step == 0 && i > 0;
             k->ended = step == 0;
+            k->outer_sp = sp;
             return;
         }
     }

@@ -332,7 +332,7 @@ static void walk(struct trace *t, const struct vms_fault *f)
     for (long i = 0; i < MAX_FRAMES; i++) {
         if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0 || ip == 0)
             break;
-        if (i > 0 && (sp <= prev_sp || sp > limit))
+        if (i > 0 && (sp <= prev_sp || sp > limit || ip == f->owner.outermost))
             break;
         add_frame(t, ip, i > 0);
         prev_sp = sp;
@@ -512,7 +512,13 @@ static void put_unkillable(struct vms_sbuf *b, const struct vms_task *t)
     case VMS_TASK_STACK:
         vms__sb_str(b, "stack '");
         vms__sb_name(b, t->name, sizeof t->name);
-        vms__sb_str(b, "' has no overflow handler to end it (vms_stack_on_overflow)\n");
+        vms__sb_str(b, "' has no overflow handler to end it (vms_stack_on_overflow)");
+        /* Why its runtime gave it none, as the runtime said (vms_stack_alloc_opts). */
+        if (t->abort_reason) {
+            vms__sb_str(b, ": ");
+            vms__sb_str(b, t->abort_reason);
+        }
+        vms__sb_str(b, "\n");
         break;
     default:
         put_thread_abort(b, t);
@@ -533,11 +539,14 @@ static void put_abort(struct vms_sbuf *b, const struct vms_task *t)
         break;
     case VMS_TASK_NONE:
     case VMS_TASK_STACK:
-        vms__sb_str(b, t->on_overflow ? "vmstack: aborting: the overflow policy for stacks is abort "
-                                        "(vms_set_overflow_policy); "
-                                      : "vmstack: aborting: the stack has no overflow handler to end its task "
-                                        "(vms_stack_on_overflow); ");
-        vms__sb_str(b, "the size given to vms_stack_alloc sizes it\n");
+        vms__sb_str(b, "vmstack: aborting: ");
+        if (t->on_overflow)
+            vms__sb_str(b, "the overflow policy for stacks is abort (vms_set_overflow_policy)");
+        else if (t->abort_reason)
+            vms__sb_str(b, t->abort_reason); /* why its runtime gave it no handler (vms_stack_alloc_opts) */
+        else
+            vms__sb_str(b, "the stack has no overflow handler to end its task (vms_stack_on_overflow)");
+        vms__sb_str(b, "; the size given to vms_stack_alloc sizes it\n");
         break;
     case VMS_TASK_ALTSTACK:
         vms__sb_str(b, "vmstack: aborting: a signal handler overflowed the thread's alternate signal stack, "

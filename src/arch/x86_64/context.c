@@ -8,8 +8,7 @@
  * backtraces.  Not instrumented: under ASan that memory may still carry the
  * redzones of abandoned frames.
  */
-__attribute__((no_sanitize_address)) void vms__uc_redirect(ucontext_t *uc, uintptr_t top, void (*fn)(int),
-                                                           int arg)
+__attribute__((no_sanitize_address)) static void redirect(ucontext_t *uc, uintptr_t top, uintptr_t fn, greg_t arg)
 {
     greg_t *g = uc->uc_mcontext.gregs;
     uintptr_t sp = (top & ~(uintptr_t)15) - 8;
@@ -18,5 +17,15 @@ __attribute__((no_sanitize_address)) void vms__uc_redirect(ucontext_t *uc, uintp
     g[REG_RSP] = (greg_t)sp;
     g[REG_RBP] = 0;
     g[REG_RDI] = arg;
-    g[REG_RIP] = (greg_t)(uintptr_t)fn;
+    g[REG_RIP] = (greg_t)fn;
+}
+
+void vms__uc_redirect(ucontext_t *uc, uintptr_t top, void (*fn)(int), int arg)
+{
+    redirect(uc, top, (uintptr_t)fn, arg);
+}
+
+void vms__uc_redirect_ptr(ucontext_t *uc, uintptr_t top, void (*fn)(void *), void *arg)
+{
+    redirect(uc, top, (uintptr_t)fn, (greg_t)(uintptr_t)arg);
 }
