@@ -447,7 +447,8 @@ int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
 /* The slot goes back clean: no task, no guard inside, and zeroed where asked. */
 static void slot_clear(struct vms_slot *s, const vms_stack *st)
 {
-    vms__inner_guard_drop(&s->task, st->base);
+    if (s->task.inner_len) /* rare: tested here, so that the common free makes no call */
+        vms__inner_guard_drop(&s->task, st->base);
     memset(&s->task, 0, sizeof s->task);
     if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
         size_t used = vms__used_bytes(st->base, st->size);

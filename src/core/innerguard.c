@@ -34,6 +34,5 @@ int vms__inner_guard(const vms_stack *st, struct vms_task *t, size_t off, size_t
 
 void vms__inner_guard_drop(struct vms_task *t, const char *base)
 {
-    if (t->inner_len)
-        vms__os_unguard((void *)(base + t->inner_off), t->inner_len, vms__g.mode);
+    vms__os_unguard((void *)(base + t->inner_off), t->inner_len, vms__g.mode);
 }

@@ -250,7 +250,7 @@ struct vms_task *vms__task_of(const vms_stack *st);
  * before it reaches what a runtime keeps below (its record); off and len
  * whole pages.  0 or -errno with the message set.  The guard goes when
  * the stack is freed (vms__inner_guard_drop, from the free, before the
- * slot can be handed out again).
+ * slot can be handed out again; only for a stack that has one).
  */
 int vms__inner_guard(const vms_stack *st, struct vms_task *t, size_t off, size_t len);
 void vms__inner_guard_drop(struct vms_task *t, const char *base);

@@ -168,6 +168,7 @@ static const char *open_module(void)
     static const struct peers_vms_api api = {
         vms_last_error,        vms_on_stack,       vms_stack_alloc,       vms_stack_free,
         vms_stack_free_sp,     vms_stack_set_name, vms_stack_on_overflow, vms_thread_attach,
+        vms_stack_alloc_opts,
     };
     void (*init)(const struct peers_vms_api *);
     char path[PATH_MAX];

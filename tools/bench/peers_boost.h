@@ -45,6 +45,7 @@ struct peers_vms_api {
     int (*stack_set_name)(const vms_stack *, const char *);
     int (*stack_on_overflow)(const vms_stack *, vms_stack_overflow_fn, void *);
     int (*thread_attach)(void);
+    int (*stack_alloc_opts)(vms_stack *, const vms_stack_opts *);
 };
 void peers_instr_init(const struct peers_vms_api *api);
 

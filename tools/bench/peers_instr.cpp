@@ -66,6 +66,10 @@ int vms_thread_attach(void)
 {
     return vms.thread_attach();
 }
+int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *opts)
+{
+    return vms.stack_alloc_opts(st, opts);
+}
 }
 
 /* One pool for the whole run, as a user keeps it. */
