@@ -37,17 +37,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # arm64 kernels also run 16 KiB and 64 KiB pages: geometry, guards on both
 # sides of every class, a 4 KiB guard refused by name, and fibers joined
-# and killed, at each.  qemu 7.2 keeps 4 KiB page flags under
-# -p; the preloaded scripts/qemu-pageflags.c marks valid the loader's page
-# tails it leaves out (see there).  Not run at larger pages: test_sizeclass,
-# test_usage and test_fiber_sched check 4 KiB granularity themselves, and
-# test_guards, test_fiber_threads, test_fiber_sync and test_fiber_wait
-# outlast their time limit there under qemu (not yet understood).
+# and killed, size classes, usage and the scheduler's colouring, at each.
+# qemu 7.2 keeps 4 KiB page flags under -p and answers mincore in 4 KiB
+# pages; the preloaded scripts/qemu-pageflags.c marks valid the loader's
+# page tails it leaves out and gives mincore's answer per guest page (see
+# there).  Not run at larger pages: test_guards, test_fiber_threads,
+# test_fiber_sync and test_fiber_wait outlast their time limit there under
+# qemu (not yet understood).
 aarch64-linux-gnu-gcc -O2 -shared -fPIC -o "$tmp/pageflags.so" scripts/qemu-pageflags.c
 for pg in 16384 65536; do
     echo "=== aarch64 under qemu -cpu max -p $pg"
     (cd "$dir" && QEMU_CPU=max QEMU_PAGESIZE=$pg QEMU_SET_ENV=LD_PRELOAD="$tmp/pageflags.so" \
-        ctest --output-on-failure -j"$(nproc)" -R '^(test_pagesize|test_fiber_join|test_fiber_join_noguard)$')
+        ctest --output-on-failure -j"$(nproc)" -R '^(test_pagesize|test_fiber_join|test_fiber_join_noguard|test_sizeclass|test_usage|test_fiber_sched)$')
 done
 
 echo "=== aarch64 overflow report and kill"

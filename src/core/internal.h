@@ -189,8 +189,9 @@ long vms__os_max_map_count(void);
 int vms__os_write_all(int fd, const char *p, size_t len);
 
 /*
- * sizeclass.c: the class size is rounded up to (a page multiple, 16 KiB
- * to 1 GiB), or 0 for a size above 1 GiB.  Pure arithmetic.
+ * sizeclass.c: the class size is rounded up to (a multiple of 4 KiB,
+ * 16 KiB to 1 GiB), or 0 for a size above 1 GiB.  Pure arithmetic: the
+ * region rounds it to whole pages of the run-time page size.
  */
 size_t vms__size_class(size_t size);
 
