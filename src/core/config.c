@@ -185,6 +185,7 @@ static int init_locked(const vms_config *cfg)
     if (cfg->guard == VMS_GUARD_NONE)
         vms__g.cfg.guard_size = 0;
     vms__g.page = page_size();
+    vms__g.sigframe = vms__os_sigframe();
     vms__g.ncpu = (unsigned)get_nprocs_conf();
     if (vms__g.ncpu == 0)
         vms__g.ncpu = 1;

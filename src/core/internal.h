@@ -124,6 +124,7 @@ struct vms_global {
     vms_config cfg;
     vms_guard_mode mode;              /* after probing */
     size_t page;
+    size_t sigframe;                  /* the room a signal frame takes here (vms__os_sigframe) */
     unsigned ncpu;
     long max_map_count;
     pthread_mutex_t lock;             /* initialisation and region creation */
@@ -194,11 +195,15 @@ void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
 long vms__os_count_vmas(void);
 long vms__os_max_map_count(void);
+/* At least this much, whatever the kernel says: an x86-64 frame with AVX-512 state, the red zone. */
+#define VMS_SIGFRAME_MIN ((size_t)16 << 10)
+size_t vms__os_sigframe(void);
 int vms__os_write_all(int fd, const char *p, size_t len);
 
 /*
- * sizeclass.c: the class size is rounded up to (a page multiple, 16 KiB
- * to 1 GiB), or 0 for a size above 1 GiB.  Pure arithmetic.
+ * sizeclass.c: the class size is rounded up to (a multiple of 4 KiB,
+ * 16 KiB to 1 GiB), or 0 for a size above 1 GiB.  Pure arithmetic: the
+ * region rounds it to whole pages of the run-time page size.
  */
 size_t vms__size_class(size_t size);
 

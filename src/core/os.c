@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -207,4 +208,22 @@ int vms__os_write_all(int fd, const char *p, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+#ifndef AT_MINSIGSTKSZ
+#define AT_MINSIGSTKSZ 51
+#endif
+
+/*
+ * The room a signal frame takes on this machine, with 2 KiB to spare for
+ * the red zone and alignment: the kernel's minimum (AT_MINSIGSTKSZ), which
+ * grows with the vector state (AVX-512; on arm64 SVE and SME, whose ZA
+ * alone is up to 64 KiB), and VMS_SIGFRAME_MIN when that is smaller or
+ * not given (kernels before 5.14 on x86-64, qemu-user: 0).
+ */
+size_t vms__os_sigframe(void)
+{
+    size_t k = (size_t)getauxval(AT_MINSIGSTKSZ) + ((size_t)2 << 10);
+
+    return k > VMS_SIGFRAME_MIN ? (k + 1023) & ~(size_t)1023 : VMS_SIGFRAME_MIN;
 }

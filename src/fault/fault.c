@@ -693,7 +693,10 @@ static size_t altstack_size(void)
 {
     if (vms__g.altstack_size)
         return vms__g.altstack_size;
-    return vms__g.cfg.stack_size > ALTSTACK_MIN ? vms__g.cfg.stack_size : ALTSTACK_MIN;
+    /* Larger signal frames (SVE, SME) than the VMS_SIGFRAME_MIN the 64 KiB allow for: that much more. */
+    size_t min = ALTSTACK_MIN + (vms__g.sigframe > VMS_SIGFRAME_MIN ? vms__g.sigframe - VMS_SIGFRAME_MIN : 0);
+
+    return vms__g.cfg.stack_size > min ? vms__g.cfg.stack_size : min;
 }
 
 /* The task record of the vmstack thread stack the caller runs on, or NULL. */

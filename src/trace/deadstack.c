@@ -404,7 +404,18 @@ struct rule {
     enum { RBP_SAME, RBP_AT, RBP_LOST } rbp;
     int64_t rbp_off;   /* RBP_AT: the caller's rbp is saved at CFA + rbp_off */
     bool outermost;    /* the return address is undefined: no caller */
+    bool ra_saved;     /* the return address is saved at CFA + ra_off */
+    int64_t ra_off;
 };
+
+/* A register's rule "saved at CFA + off", as libdw gives it: true with *off when it is one. */
+static bool saved_at_cfa(const Dwarf_Op *ops, size_t nops, int64_t *off)
+{
+    if (nops < 1 || nops > 2 || ops[0].atom != DW_OP_call_frame_cfa || (nops == 2 && ops[1].atom != DW_OP_plus_uconst))
+        return false;
+    *off = nops == 2 ? (int64_t)ops[1].number : 0;
+    return true;
+}
 
 static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
 {
@@ -441,16 +452,18 @@ static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
         }
         ok = r->cfa_reg == DW_RSP || r->cfa_reg == DW_RBP;
     }
-    r->outermost = DW(dwarf_frame_register)(fr, DW_RA, mem, &ops, &nops) == 0 && nops == 0 && ops == mem;
+    r->outermost = false;
+    r->ra_saved = false;
+    if (DW(dwarf_frame_register)(fr, DW_RA, mem, &ops, &nops) == 0) {
+        r->outermost = nops == 0 && ops == mem;
+        r->ra_saved = saved_at_cfa(ops, nops, &r->ra_off);
+    }
     r->rbp = RBP_LOST;
     if (DW(dwarf_frame_register)(fr, DW_RBP, mem, &ops, &nops) == 0) {
         if (nops == 0 && !ops)
             r->rbp = RBP_SAME;
-        else if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
-                 (nops == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+        else if (saved_at_cfa(ops, nops, &r->rbp_off))
             r->rbp = RBP_AT;
-            r->rbp_off = nops == 2 ? (int64_t)ops[1].number : 0;
-        }
     }
     free(fr);
     return ok;
@@ -483,8 +496,10 @@ static uintptr_t fp_prologue_frame(const struct dead *d, uintptr_t entry)
  * -fstack-usage does), or its prologue's once it sets up a frame pointer.
  * 0 when unknown.  The zero-filled stack cannot show the zero words a
  * function wrote, so the deepest function's frame is taken whole.
+ * *ra_off: where its body saves the return address, CFA + *ra_off (0:
+ * nowhere, a leaf on aarch64).
  */
-static uintptr_t cfa_max_locked(const struct dead *d, uintptr_t entry, uintptr_t end)
+static uintptr_t cfa_max_locked(const struct dead *d, uintptr_t entry, uintptr_t end, int64_t *ra_off)
 {
     Dwfl_Module *m = dwfl ? DW(dwfl_addrmodule)(dwfl, entry) : NULL;
     uintptr_t max = 0;
@@ -496,14 +511,16 @@ static uintptr_t cfa_max_locked(const struct dead *d, uintptr_t entry, uintptr_t
     for (uintptr_t a = entry; a < end;) {
         Dwarf_Frame *fr;
         Dwarf_Addr start, stop;
-        Dwarf_Op *ops;
+        Dwarf_Op mem[3], *ops;
         size_t nops;
         int reg = -1;
-        int64_t o = 0;
+        int64_t o = 0, ra;
 
         if (DW(dwarf_cfi_addrframe)(cfi, a - bias, &fr))
             break;
         DW(dwarf_frame_info)(fr, &start, &stop, NULL);
+        if (!*ra_off && DW(dwarf_frame_register)(fr, DW_RA, mem, &ops, &nops) == 0 && saved_at_cfa(ops, nops, &ra))
+            *ra_off = ra;
         if (DW(dwarf_frame_cfa)(fr, &ops, &nops) == 0 && nops == 1) {
             if (ops[0].atom == DW_OP_bregx)
                 reg = (int)ops[0].number, o = (int64_t)ops[0].number2;
@@ -522,16 +539,17 @@ static uintptr_t cfa_max_locked(const struct dead *d, uintptr_t entry, uintptr_t
     return max;
 }
 
-static uintptr_t frame_of(const struct dead *d, uintptr_t addr)
+static uintptr_t frame_of(const struct dead *d, uintptr_t addr, int64_t *ra_off)
 {
     struct vms_symres s;
     uintptr_t max;
 
+    *ra_off = 0;
     vms__symbols_lookup(addr, &s);
     if (!s.name || !s.size)
         return 0;
     pthread_mutex_lock(&lock);
-    max = cfa_max_locked(d, addr - s.off, addr - s.off + s.size);
+    max = cfa_max_locked(d, addr - s.off, addr - s.off + s.size, ra_off);
     pthread_mutex_unlock(&lock);
     return max;
 }
@@ -590,10 +608,10 @@ static void put_recorded(struct dead *d, long m)
  * made since (printf after the deep work) overwrite them, and they were
  * the callers of this very frame when it was recorded.
  */
-static bool join(struct dead *d, uintptr_t ip, uintptr_t sp)
+static bool join(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t slot)
 {
     long m = rec_at(d, sp);
-    bool ours = sp - sizeof(uintptr_t) >= d->clobbered;
+    bool ours = slot >= d->clobbered;
 
     if (m < 0 || !(ours || d->rec[m].ip == ip))
         return false;
@@ -622,18 +640,19 @@ static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
 }
 
 /*
- * From the frame (ip, sp) outwards, below: the entry of the function
- * that ip's call went to (0: unknown); false when the chain was lost on
- * the way (overwritten, JIT code, out of time).
+ * From the frame (ip, sp) outwards, ip read at slot, below: the entry of
+ * the function that ip's call went to (0: unknown); false when the chain
+ * was lost on the way (overwritten, JIT code, out of time).
  */
-static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t below, uintptr_t rbp, bool rbp_known)
+static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t slot, uintptr_t below, uintptr_t rbp,
+                        bool rbp_known)
 {
     for (;;) {
         struct rule r = {0};
         uintptr_t cfa, ret;
         bool ok = true;
 
-        if (join(d, ip, sp))
+        if (join(d, ip, sp, slot))
             return true;
         if (out_of_time(d) || !is_return_address(d, ip) || !call_reaches(d, ip, below))
             return false;
@@ -644,9 +663,10 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t be
         if (r.cfa_reg == DW_RBP && !rbp_known && !(rbp_known = frame_record(d, sp, &rbp)))
             return false;
         cfa = (r.cfa_reg == DW_RSP ? sp : rbp) + (uintptr_t)r.cfa_off;
-        if (cfa <= sp || cfa > d->hi)
+        if (cfa <= sp || cfa > d->hi || !r.ra_saved)
             return false;
-        ret = word(d, cfa - sizeof(uintptr_t), &ok);
+        slot = cfa + (uintptr_t)r.ra_off;
+        ret = word(d, slot, &ok);
         if (r.rbp == RBP_AT)
             rbp = word(d, cfa + (uintptr_t)r.rbp_off, &ok);
         else if (r.rbp == RBP_LOST)
@@ -670,12 +690,13 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t be
 static bool recorded_deepest(struct dead *d, uintptr_t *w)
 {
     uintptr_t sp, cfa, frame, low;
+    int64_t ra_off;
 
     if (d->nrec < 2 || !is_code(d, d->rec[d->nrec - 1].ip, 1))
         return false;
     sp = d->rec[d->nrec - 1].sp;
     cfa = d->rec[d->nrec - 2].sp;
-    frame = frame_of(d, d->rec[d->nrec - 1].ip);
+    frame = frame_of(d, d->rec[d->nrec - 1].ip, &ra_off);
     low = frame ? cfa - frame : sp;
     if (low > *w + RED_ZONE || cfa <= *w)
         return false;
@@ -686,15 +707,43 @@ static bool recorded_deepest(struct dead *d, uintptr_t *w)
     return true;
 }
 
+/*
+ * The recorded frame that returns to ret and whose callee stored it at
+ * at, or -1: the one right above at where the call pushed it, else the
+ * nearest above at (the callee's frame record lies in its frame).
+ */
+static long rec_returning(const struct dead *d, uintptr_t ret, uintptr_t at)
+{
+    long best = -1;
+
+    if (VMS_ARCH_RA_PUSHED)
+        return (best = rec_at(d, at + sizeof(uintptr_t))) >= 0 && d->rec[best].ip == ret ? best : -1;
+    for (uint32_t m = 0; m < d->nrec; m++)
+        if (d->rec[m].ip == ret && d->rec[m].sp > at && (best < 0 || d->rec[m].sp < d->rec[best].sp))
+            best = m;
+    return best;
+}
+
 /* The function a call that returns to ret (stored at at) went to; for an indirect one, what the tripwires saw there. */
 static uintptr_t callee_of(const struct dead *d, uintptr_t ret, uintptr_t at)
 {
-    uintptr_t fn = is_code(d, ret - 8, 8) ? call_target(d, ret) : 0;
+    uintptr_t fn = is_code(d, ret - VMS_CALL_BEFORE, VMS_CALL_BEFORE) ? call_target(d, ret) : 0;
     long m;
 
-    if (!fn && (m = rec_at(d, at + sizeof(uintptr_t))) >= 0 && (uint32_t)m + 1 < d->nrec && d->rec[m].ip == ret)
+    if (!fn && (m = rec_returning(d, ret, at)) >= 0 && (uint32_t)m + 1 < d->nrec)
         fn = d->rec[m + 1].ip;
     return fn;
+}
+
+/*
+ * The CFA (the caller's stack pointer) of the callee that stored a return
+ * address at at, which its body saves at CFA + ra_off; 0 when not known.
+ */
+static uintptr_t callee_cfa(uintptr_t at, int64_t ra_off)
+{
+    if (VMS_ARCH_RA_PUSHED)
+        return at + sizeof(uintptr_t);
+    return ra_off < 0 ? at - (uintptr_t)ra_off : 0;
 }
 
 /* The process's code, and libdwfl's session, for one scan; false when out of memory. */
@@ -783,22 +832,26 @@ static void recorded_callers(struct dead *d)
  * tripwires saw the call it returns from): the frames from there up are
  * the virtual machine's, which nothing here can unwind.
  */
-static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_t *first, uintptr_t *callee)
+static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_t *first, uintptr_t *callee,
+                           uintptr_t *cfa)
 {
     bool ok = true;
 
     *first = 0;
     for (*at = *w & ~(uintptr_t)7; *at < d->clobbered && ok && !out_of_time(d); *at += sizeof(uintptr_t)) {
-        uintptr_t ret = word(d, *at, &ok), fn, frame, low;
+        uintptr_t ret = word(d, *at, &ok), fn, frame = 0, low;
+        int64_t ra_off = 0;
         bool jit = is_jit(d, ret);
         if (!jit && !is_return_address(d, ret))
             continue;
         if (!jit && !*first)
             *first = *at;
         fn = callee_of(d, ret, *at);
-        frame = fn ? frame_of(d, fn) : 0;
-        low = *at + sizeof(uintptr_t) - frame;
-        if (frame && low <= *w + RED_ZONE) {
+        if (fn)
+            frame = frame_of(d, fn, &ra_off);
+        *cfa = callee_cfa(*at, ra_off);
+        low = *cfa - frame;
+        if (frame && *cfa > *at && low <= *w + RED_ZONE) {
             *callee = fn;
             /*
              * The depth is its lowest stack pointer, from its frame: the
@@ -817,12 +870,24 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
     return false;
 }
 
+/* The CFA of the callee of the return address at at, however deep its frame; 0 when not known. */
+static uintptr_t first_cfa(const struct dead *d, uintptr_t at)
+{
+    bool ok = true;
+    uintptr_t fn = callee_of(d, word(d, at, &ok), at);
+    int64_t ra_off = 0;
+
+    if (fn)
+        frame_of(d, fn, &ra_off);
+    return ok ? callee_cfa(at, ra_off) : 0;
+}
+
 static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap)
 {
-    uintptr_t at, first, ret, rbp, callee = 0;
+    uintptr_t at, first, ret, rbp, cfa = 0, callee = 0;
     bool ok = true;
 
-    if (!deepest_return(d, &w, &at, &first, &callee)) {
+    if (!deepest_return(d, &w, &at, &first, &callee, &cfa)) {
         if (recorded_deepest(d, &w)) {
             if (d->stopped) {
                 /* What the tripwires saw: nothing on the dead stack said how it went on. */
@@ -832,8 +897,8 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
             return;
         }
         *partial = true;
-        if (!first) {
-            /* No return address below our own frames (or only JIT code): all we know is the depth. */
+        if (!first || !(cfa = first_cfa(d, first))) {
+            /* No return address below our own frames (or only JIT code, or no frame known): all we know is the depth. */
             put(d, 0, w);
             *gap = d->n;
             return;
@@ -844,14 +909,15 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
     ret = word(d, at, &ok);
     put(d, callee, w);
     /*
-     * A callee with a frame pointer saved the caller's rbp right below the
-     * return address: believed when it points at a frame record (saved rbp,
-     * then a return address).
+     * A callee with a frame pointer saved the caller's one right below the
+     * return address (x86-64's push, aarch64's frame record): believed
+     * when it points at a frame record (saved frame pointer, then a return
+     * address).
      */
     rbp = word(d, at - sizeof(uintptr_t), &ok);
     ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= d->hi && !(rbp & 7) &&
          is_return_address(d, word(d, rbp + sizeof(uintptr_t), &ok)) && ok;
-    if (!unwind_from(d, ret, at + sizeof(uintptr_t), callee, rbp, ok)) {
+    if (!unwind_from(d, ret, cfa, at, callee, rbp, ok)) {
         if (!*partial)
             *gap = d->n;
         *partial = true;

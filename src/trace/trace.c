@@ -87,7 +87,8 @@
 #define WARN_MAX 64            /* distinct functions reported by --warn-frame */
 #define PREFAULT_BYTES (4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
 #define WINDOW_MIN ((size_t)64 << 10) /* a stack with a smaller guard (glibc's 4 KiB) still gets this window */
-#define SIGFRAME_ROOM ((uintptr_t)16 << 10) /* a signal frame with AVX-512 state, and the red zone */
+/* A signal frame with this machine's vector state (vms__g.sigframe, once initialised). */
+#define SIGFRAME_ROOM ((uintptr_t)(vms__g.sigframe ? vms__g.sigframe : VMS_SIGFRAME_MIN))
 #define NEW_FRAMES 256         /* frames unwound before the shared part is found (see record) */
 
 enum { FREE = 0, BUSY, LIVE };

@@ -13,6 +13,13 @@
 #define VMS_DW_FP 29
 #define VMS_DW_SP 31
 #define VMS_DW_RA 30
+/*
+ * The call leaves the return address in x30: the callee saves it in its
+ * frame record (x29, x30), at the bottom of its fixed frame as GCC and
+ * clang lay it out, where only its call-frame information says; a leaf
+ * does not save it at all.
+ */
+#define VMS_ARCH_RA_PUSHED 0
 /* Bytes before a return address that the call-site rules read; bytes of a prologue they decode. */
 #define VMS_CALL_BEFORE 4
 #define VMS_PROLOGUE_BYTES 32

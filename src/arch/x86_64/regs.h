@@ -13,6 +13,12 @@
 #define VMS_DW_FP 6
 #define VMS_DW_SP 7
 #define VMS_DW_RA 16
+/*
+ * The call pushes the return address right below the caller's stack
+ * pointer, whatever the callee: a return address read at a on a stack is
+ * the callee's, whose CFA (the caller's stack pointer) is a + 8.
+ */
+#define VMS_ARCH_RA_PUSHED 1
 /* Bytes before a return address that the call-site rules read; bytes of a prologue they decode. */
 #define VMS_CALL_BEFORE 8
 #define VMS_PROLOGUE_BYTES 32
