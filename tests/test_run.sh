@@ -117,6 +117,35 @@ overflow)
         grep -Eq '^ +[0-9]+  run_overflow +main +1M +1M +10[0-9]{5} +(99\.[0-9]|100\.0)%$' "$tmp/err" ||
         fail "main: the table after the report: $(cat "$tmp/err")"
     ;;
+overflow_names_command)
+    # The report's last line names the command in use, whose --stack-size sizes the thread's stack.
+    for sub in run trace; do
+        "$vmstack" $sub --stack-size 64K -- "$bin/run_overflow" > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$sub: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+        grep '^vmstack: ' "$tmp/err" | tail -n 1 | grep -qx "vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; vmstack $sub --stack-size sizes the stacks of threads that ask for no size" ||
+            fail "$sub: last line: $(cat "$tmp/err")"
+    done
+    ;;
+script_interpreter)
+    # A script whose interpreter is missing, or static, or itself such a script: one line that
+    # names the command in use, the interpreter and what is wrong with it.
+    printf '#!/nonexistent/sh\necho hi\n' > "$tmp/missing"
+    printf '#!%s\n' "$bin/run_static" > "$tmp/static"
+    printf '#!%s\n' "$tmp/missing" > "$tmp/nested"
+    chmod +x "$tmp/missing" "$tmp/static" "$tmp/nested"
+    for sub in run trace; do
+        for s in missing static nested; do
+            "$vmstack" $sub -- "$tmp/$s" > "$tmp/out" 2> "$tmp/err"; rc=$?
+            case $s in
+            static) want="$bin/run_static cannot run under vmstack $sub: it is not dynamically linked: LD_PRELOAD cannot reach it" ;;
+            *) want="/nonexistent/sh cannot run under vmstack $sub: it cannot be read" ;;
+            esac
+            [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] &&
+                [ "$(cat "$tmp/err")" = "vmstack $sub: $tmp/$s is a script whose interpreter $want (see 'vmstack $sub --help')" ] ||
+                fail "$sub $s: exit $rc: $(cat "$tmp/err")"
+        done
+    done
+    ;;
 threads100)
     "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_threads100" > "$tmp/out" || fail "exit status"
     grep -qx '100 threads' "$tmp/out" || fail "output"

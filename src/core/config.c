@@ -213,8 +213,8 @@ static int replace_locked(const vms_config *cfg)
     /* auto is whichever guard the run found, unless that is none. */
     if ((cfg->guard != vms__g.cfg.guard && (cfg->guard != VMS_GUARD_AUTO || vms__g.mode == VMS_GUARD_NONE)) ||
         cfg->cache != vms__g.cfg.cache)
-        return vms__fail(EBUSY, "under vmstack run the guard mode and the cache size are set already (VMSTACK_GUARD, "
-                                "VMSTACK_CACHE): set them in the environment instead");
+        return vms__fail(EBUSY, "under vmstack %s the guard mode and the cache size are set already (VMSTACK_GUARD, "
+                                "VMSTACK_CACHE): set them in the environment instead", vms__g.run_command);
     next.guard = vms__g.cfg.guard;
     if (next.guard == VMS_GUARD_NONE)
         next.guard_size = 0;
@@ -256,12 +256,13 @@ int vms_init(const vms_config *user)
     return rc;
 }
 
-int vms__init_provisional(const vms_config *cfg)
+int vms__init_provisional(const vms_config *cfg, const char *command)
 {
     int rc = vms_init(cfg);
 
     pthread_mutex_lock(&vms__g.lock);
     vms__g.provisional = rc == 0;
+    vms__g.run_command = command;
     pthread_mutex_unlock(&vms__g.lock);
     return rc;
 }
