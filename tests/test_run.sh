@@ -146,6 +146,28 @@ script_interpreter)
         done
     done
     ;;
+rlimit_as)
+    # Under a limit on address space (ulimit -v) the program runs guarded as plain, its reserve a
+    # share of the limit; a reserve asked for that cannot fit is one line, and no false 'no table'
+    # line follows; too little room even for the table's memory is one line naming RLIMIT_AS.
+    for sub in run trace; do
+        (ulimit -v 200000; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_recurse" 10) > "$tmp/out" 2> "$tmp/err"
+        rc=$?
+        [ "$rc" = 0 ] && [ ! -s "$tmp/err" ] || fail "$sub: exit $rc: $(cat "$tmp/err")"
+        grep -Eq '^ +[0-9]+  run_recurse +deep_thread +8M +64K +[0-9]+ +[0-9.]+%$' "$tmp/t" || fail "$sub: table: $(cat "$tmp/t")"
+        (ulimit -v 200000; "$bin/run_threads100") > /dev/null 2>&1; plain=$?
+        (ulimit -v 200000; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_threads100") > /dev/null 2> "$tmp/err"
+        rc=$?
+        [ "$rc" = "$plain" ] && [ ! -s "$tmp/err" ] || fail "$sub: threads100: exit $rc, plain $plain: $(cat "$tmp/err")"
+        (ulimit -v 200000; VMSTACK_RESERVE=1G exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_recurse" 10) \
+            > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && grep -qx "vmstack $sub: run_recurse (pid [0-9]*) runs without guarded stacks: could not reserve 102[0-9] MiB of address space for 1024 KiB stacks: the address space is used up or RLIMIT_AS (ulimit -v) leaves too little of it; lower VMSTACK_RESERVE" "$tmp/err" &&
+            [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$sub: VMSTACK_RESERVE=1G: exit $rc: $(cat "$tmp/err")"
+        (ulimit -v 40000; exec "$vmstack" $sub -- "$bin/run_recurse" 10) > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "vmstack $sub: cannot map the 64 MiB the table is kept in: RLIMIT_AS (ulimit -v) is 40000 KiB; raise it by as much" ] ||
+            fail "$sub: ulimit -v 40000: exit $rc: $(cat "$tmp/err")"
+    done
+    ;;
 threads100)
     "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_threads100" > "$tmp/out" || fail "exit status"
     grep -qx '100 threads' "$tmp/out" || fail "output"

@@ -501,6 +501,7 @@ static void unprotected(const char *why)
 {
     vms__out_printf("vmstack %s: %s (pid %d) runs without guarded stacks: %s\n", vms__run_command(),
                     program_invocation_short_name, (int)getpid(), why);
+    vms__out_detach();
 }
 
 static void preload_start(void)

@@ -88,6 +88,8 @@ struct run_thread {
  */
 void vms__out_init(void);
 void vms__out_attach(void); /* the launcher's shared memory, by the program it started */
+/* vmstack does not run in this image of the program, and said why: the launcher expects no table from it. */
+void vms__out_detach(void);
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
 int vms__out_report(const char *p, size_t len);
 /* The table at exit, for the launcher to write; -1 when there is no launcher to write it. */
