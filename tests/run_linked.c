@@ -7,6 +7,8 @@
  *   run_linked default   no vms_init: the defaults and the environment
  *   run_linked init      vms_init with settings of its own (128 KiB stacks,
  *                        32 KiB guards), which must succeed and hold
+ *   run_linked guard     vms_init with no guards, which the run's guard mode
+ *                        refuses: prints its error and exits
  */
 #include "vmstack.h"
 
@@ -43,6 +45,13 @@ int main(int argc, char **argv)
         cfg.stack_size = (size_t)128 << 10;
         cfg.guard_size = (size_t)32 << 10;
         rc = vms_init(&cfg);
+    }
+    if (argc > 1 && !strcmp(argv[1], "guard")) {
+        vms_config_defaults(&cfg);
+        cfg.guard = VMS_GUARD_NONE;
+        rc = vms_init(&cfg);
+        printf("init %d: %s\n", rc, vms_last_error());
+        return 0;
     }
     printf("init %d\n", rc);
     vms_config_get(&cfg);

@@ -109,9 +109,10 @@ env)
     # command cannot itself run under the limit: its shadow memory needs more.)
     if (ulimit -v 4000000; "$vmstack" --help) > /dev/null 2>&1; then
         for sub in run trace; do
-            (ulimit -v 4000000; "$vmstack" $sub -- true) 2> "$tmp/err" || fail "ulimit -v, $sub: exit status"
-            grep -q "^vmstack $sub: true (pid [0-9]*) runs without guarded stacks: .*ulimit -v" "$tmp/err" ||
-                fail "ulimit -v, $sub: $(cat "$tmp/err")"
+            (ulimit -v 4000000; VMSTACK_RESERVE=8G "$vmstack" $sub -- true) 2> "$tmp/err" ||
+                fail "ulimit -v, $sub: exit status"
+            grep -q "^vmstack $sub: true (pid [0-9]*) runs without guarded stacks: .*RLIMIT_AS (ulimit -v).*VMSTACK_RESERVE\$" "$tmp/err" &&
+                [ "$(wc -l < "$tmp/err")" = 1 ] || fail "ulimit -v, $sub: $(cat "$tmp/err")"
         done
     fi
     # A setuid program would drop the preload: refused unless --allow-unprotected.

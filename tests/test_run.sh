@@ -117,6 +117,59 @@ overflow)
         grep -Eq '^ +[0-9]+  run_overflow +main +1M +1M +10[0-9]{5} +(99\.[0-9]|100\.0)%$' "$tmp/err" ||
         fail "main: the table after the report: $(cat "$tmp/err")"
     ;;
+overflow_names_command)
+    # The report's last line names the command in use, whose --stack-size sizes the thread's stack.
+    for sub in run trace; do
+        "$vmstack" $sub --stack-size 64K -- "$bin/run_overflow" > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$sub: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
+        grep '^vmstack: ' "$tmp/err" | tail -n 1 | grep -qx "vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; vmstack $sub --stack-size sizes the stacks of threads that ask for no size" ||
+            fail "$sub: last line: $(cat "$tmp/err")"
+    done
+    ;;
+script_interpreter)
+    # A script whose interpreter is missing, or static, or itself such a script: one line that
+    # names the command in use, the interpreter and what is wrong with it.
+    printf '#!/nonexistent/sh\necho hi\n' > "$tmp/missing"
+    printf '#!%s\n' "$bin/run_static" > "$tmp/static"
+    printf '#!%s\n' "$tmp/missing" > "$tmp/nested"
+    chmod +x "$tmp/missing" "$tmp/static" "$tmp/nested"
+    for sub in run trace; do
+        for s in missing static nested; do
+            "$vmstack" $sub -- "$tmp/$s" > "$tmp/out" 2> "$tmp/err"; rc=$?
+            case $s in
+            static) want="$bin/run_static cannot run under vmstack $sub: it is not dynamically linked: LD_PRELOAD cannot reach it" ;;
+            *) want="/nonexistent/sh cannot run under vmstack $sub: it cannot be read" ;;
+            esac
+            [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] &&
+                [ "$(cat "$tmp/err")" = "vmstack $sub: $tmp/$s is a script whose interpreter $want (see 'vmstack $sub --help')" ] ||
+                fail "$sub $s: exit $rc: $(cat "$tmp/err")"
+        done
+    done
+    ;;
+rlimit_as)
+    # Under a limit on address space (ulimit -v) the program runs guarded as plain, its reserve a
+    # share of the limit; a reserve asked for that cannot fit is one line, and no false 'no table'
+    # line follows; too little room even for the table's memory is one line naming RLIMIT_AS.
+    # (A sanitized vmstack command cannot itself run under the limit: its shadow memory needs more.)
+    (ulimit -v 40000; "$vmstack" --help) > /dev/null 2>&1 || skip "the vmstack command cannot run under ulimit -v"
+    for sub in run trace; do
+        (ulimit -v 200000; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_recurse" 10) > "$tmp/out" 2> "$tmp/err"
+        rc=$?
+        [ "$rc" = 0 ] && [ ! -s "$tmp/err" ] || fail "$sub: exit $rc: $(cat "$tmp/err")"
+        grep -Eq '^ +[0-9]+  run_recurse +deep_thread +8M +64K +[0-9]+ +[0-9.]+%$' "$tmp/t" || fail "$sub: table: $(cat "$tmp/t")"
+        (ulimit -v 200000; "$bin/run_threads100") > /dev/null 2>&1; plain=$?
+        (ulimit -v 200000; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_threads100") > /dev/null 2> "$tmp/err"
+        rc=$?
+        [ "$rc" = "$plain" ] && [ ! -s "$tmp/err" ] || fail "$sub: threads100: exit $rc, plain $plain: $(cat "$tmp/err")"
+        (ulimit -v 200000; VMSTACK_RESERVE=1G exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_recurse" 10) \
+            > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && grep -qx "vmstack $sub: run_recurse (pid [0-9]*) runs without guarded stacks: could not reserve 102[0-9] MiB of address space for 1024 KiB stacks: the address space is used up or RLIMIT_AS (ulimit -v) leaves too little of it; lower VMSTACK_RESERVE" "$tmp/err" &&
+            [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$sub: VMSTACK_RESERVE=1G: exit $rc: $(cat "$tmp/err")"
+        (ulimit -v 40000; exec "$vmstack" $sub -- "$bin/run_recurse" 10) > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "vmstack $sub: cannot map the 64 MiB the table is kept in: RLIMIT_AS (ulimit -v) is 40000 KiB; raise it by as much" ] ||
+            fail "$sub: ulimit -v 40000: exit $rc: $(cat "$tmp/err")"
+    done
+    ;;
 threads100)
     "$vmstack" run --json --output "$tmp/t.json" -- "$bin/run_threads100" > "$tmp/out" || fail "exit status"
     grep -qx '100 threads' "$tmp/out" || fail "output"

@@ -34,6 +34,12 @@ expect "config stack 131072 guard 32768"
 expect "fiber stack at least 131072: 1, guard 32768"
 expect "thread on a known stack 1"
 
+# Settings the run has made already are refused, naming the command in use.
+for sub in run trace; do
+    "$vmstack" $sub -- "$prog" guard > "$tmp/out" 2> "$tmp/err" || fail "$sub guard: exit status $?"
+    expect "init -16: under vmstack $sub the guard mode and the cache size are set already (VMSTACK_GUARD, VMSTACK_CACHE): set them in the environment instead"
+done
+
 # And the same program without 'vmstack run': its own copy, same answers.
 "$prog" init > "$tmp/out" 2> "$tmp/err" || fail "exit status $?"
 expect "config stack 131072 guard 32768"

@@ -263,6 +263,23 @@ secure)
     "$vmstack" run --output "$tmp/table" -- "$tmp/cap" 2> "$tmp/err" && [ -s "$tmp/table" ] ||
         fail "root: $(cat "$tmp/err")"
     ;;
+small_stack_descendants)
+    # What the program executes under 'ulimit -S -s 16' gets the loader's room too (40 execs of awk,
+    # a few hundred bytes of environment: plain never fails, without the raise some did), and sees
+    # what it would plain: the limit, no variable of ours, the limit back after an exec that failed.
+    pad=$(head -c 600 /dev/zero | tr '\0' x)
+    for mode in plain run trace; do
+        w=; [ $mode = plain ] || w="$vmstack $mode --output $tmp/table --"
+        env -i PATH=/usr/bin:/bin PAD="$pad" sh -c 'ulimit -S -s 16 && exec "$@"' sh $w sh -c \
+            'n=0; for i in $(seq 40); do awk "BEGIN { exit 0 }" || n=$((n + 1)); done; echo "failed $n"
+             sh -c "ulimit -S -s"; env | grep -c "^VMSTACK_RUN_STACK_LIMIT="; no-such-program-xyz 2> /dev/null
+             ulimit -S -s' > "$tmp/seen.$mode" 2>&1
+    done
+    printf 'failed 0\n16\n0\n16\n' | cmp -s - "$tmp/seen.plain" || fail "plain: $(cat "$tmp/seen.plain")"
+    for mode in run trace; do
+        cmp -s "$tmp/seen.plain" "$tmp/seen.$mode" || fail "$mode: $(diff "$tmp/seen.plain" "$tmp/seen.$mode")"
+    done
+    ;;
 small_stack)
     # The launcher runs where the program does: under 'ulimit -S -s 16', every frame of its own under 4 KiB
     # (static functions inlined into cmd_run count in its frame; its messages are formatted in static

@@ -193,6 +193,7 @@ int cmd_launch(const char *sub, const char *path, const char *output, const stru
     struct sigaction dfl = {.sa_handler = SIG_DFL}, chld;
     const char *prog = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     struct vms_run_shm *m;
+    struct rlimit as;
     sigset_t set, mask;
     char num[16];
     pid_t pid;
@@ -200,7 +201,11 @@ int cmd_launch(const char *sub, const char *path, const char *output, const stru
 
     if (fd < 0 || ftruncate(fd, (off_t)VMS_RUN_SHM_SIZE) ||
         (m = mmap(NULL, VMS_RUN_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        cmd_say("vmstack %s: cannot make the memory the table is kept in: %s\n", sub, strerror(errno));
+        if (errno == ENOMEM && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+            cmd_say("vmstack %s: cannot map the %lu MiB the table is kept in: RLIMIT_AS (ulimit -v) is %llu KiB; "
+                    "raise it by as much\n", sub, VMS_RUN_SHM_SIZE >> 20, (unsigned long long)as.rlim_cur >> 10);
+        else
+            cmd_say("vmstack %s: cannot make the memory the table is kept in: %s\n", sub, strerror(errno));
         return -1;
     }
     m->magic = VMS_RUN_SHM_MAGIC;

@@ -344,10 +344,16 @@ static const char *elf_problem(int fd)
     return "is not dynamically linked: LD_PRELOAD cannot reach it";
 }
 
-/* NULL if the program can run under the preload library: ELF checked, a script's interpreter too. */
-static const char *program_problem(const char *path, int depth)
+static const char script_answer[] = "is a #! script"; /* file_problem's answer for a script: its interpreter is next */
+
+/*
+ * NULL if the file at path is a program the preload library can load into,
+ * script_answer (its interpreter's path in interp) for a script, else why not.
+ * path may be interp: it is not read after the file is opened.
+ */
+static const char *file_problem(const char *path, char *interp, size_t n)
 {
-    char buf[256], *interp, *end;
+    char buf[256], *start;
     const char *why;
     ssize_t got;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -362,12 +368,31 @@ static const char *program_problem(const char *path, int depth)
     }
     close(fd);
     buf[got] = '\0';
-    interp = buf + 2 + strspn(buf + 2, " \t");
-    end = interp + strcspn(interp, " \t\n");
-    *end = '\0';
-    if (depth > 4 || interp[0] != '/')
+    start = buf + 2 + strspn(buf + 2, " \t");
+    start[strcspn(start, " \t\n")] = '\0';
+    if (start[0] != '/')
         return "is a script without a usable #! interpreter";
-    return program_problem(interp, depth + 1) ? "is a script whose interpreter cannot run under vmstack run" : NULL;
+    snprintf(interp, n, "%s", start);
+    return script_answer;
+}
+
+/* NULL if the program can run under the preload library: ELF checked, a script's interpreter too. */
+static const char *program_problem(const char *path)
+{
+    /* Not on the stack: the launcher may have 16 KiB. */
+    static char interp[256], why_interp[sizeof interp + 256];
+    const char *why = file_problem(path, interp, sizeof interp);
+
+    for (int depth = 0; why == script_answer; depth++) {
+        if (depth == 5) /* deeper than the kernel follows interpreters */
+            return "is a script without a usable #! interpreter";
+        if ((why = file_problem(interp, interp, sizeof interp)) && why != script_answer) {
+            snprintf(why_interp, sizeof why_interp, "is a script whose interpreter %s cannot run under vmstack %s: "
+                     "it %s", interp, sub, why);
+            return why_interp;
+        }
+    }
+    return why;
 }
 
 /* ---- the environment of the program ---- */
@@ -594,7 +619,7 @@ int cmd_run(int argc, char **argv)
         return rc;
     if (!find_program(argv[a.prog], path, sizeof path))
         return cmd_usage_error(sub, "%s: program not found", argv[a.prog]);
-    if ((why = program_problem(path, 0)))
+    if ((why = program_problem(path)))
         return cmd_usage_error(sub, "%s %s", path, why);
     if ((rc = check_environment(sub)))
         return rc;

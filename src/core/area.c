@@ -58,8 +58,8 @@ static int region_fail(struct vms_region *r, size_t stack_size, size_t cache_byt
     if (r->cache)
         munmap(r->cache, cache_bytes);
     munmap(r, sizeof *r);
-    return vms__fail(ENOMEM, "could not reserve %zu MiB of address space for %zu KiB stacks: "
-                             "address space exhausted (see ulimit -v); lower VMSTACK_RESERVE",
+    return vms__fail(ENOMEM, "could not reserve %zu MiB of address space for %zu KiB stacks: the address space "
+                             "is used up or RLIMIT_AS (ulimit -v) leaves too little of it; lower VMSTACK_RESERVE",
                      reserve >> 20, stack_size >> 10);
 }
 
@@ -72,6 +72,10 @@ static int region_create(size_t stack_size, size_t guard_size, struct vms_region
     if (n == VMS_MAX_REGIONS)
         return vms__fail(ENOSPC, "%u regions (size classes times guard sizes) are in use already: use fewer "
                                  "guard sizes", VMS_MAX_REGIONS);
+    if (vms__g.cfg.reserve < stack_size + 2 * guard_size)
+        return vms__fail(ENOSPC, "the reserve of address space per stack size (VMSTACK_RESERVE, %zu KiB) cannot "
+                                 "hold one %zu KiB stack and its guards: raise VMSTACK_RESERVE",
+                         vms__g.cfg.reserve >> 10, stack_size >> 10);
     r = vms__os_alloc(sizeof *r);
     if (!r)
         return vms__fail(ENOMEM, "out of memory for the descriptor of a stack region");

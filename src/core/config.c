@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -162,13 +163,30 @@ static bool under_valgrind(void)
     return p && strstr(p, "/vgpreload_");
 }
 
+/*
+ * Under a limit on address space (RLIMIT_AS, ulimit -v), which reserved
+ * address space counts against, the default reservation fails too: each
+ * stack size gets a share of the limit instead.  A program uses such a
+ * reserve up sooner (ENOSPC from vms_stack_alloc; under 'vmstack run',
+ * pthread_create then gives glibc's stack).  At least one stack fits.
+ */
+#define RLIMIT_AS_SHARE 16
+
 static void fit_reserve(vms_config *cfg)
 {
     vms_config d;
+    struct rlimit rl;
+    size_t share;
 
     vms_config_defaults(&d);
-    if (cfg->reserve == d.reserve && !getenv("VMSTACK_RESERVE") && under_valgrind())
+    if (cfg->reserve != d.reserve || getenv("VMSTACK_RESERVE"))
+        return;
+    if (under_valgrind())
         cfg->reserve = VALGRIND_RESERVE;
+    if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / RLIMIT_AS_SHARE >= cfg->reserve)
+        return;
+    share = (size_t)(rl.rlim_cur / RLIMIT_AS_SHARE) & ~(page_size() - 1);
+    cfg->reserve = share > cfg->stack_size + 2 * cfg->guard_size ? share : cfg->stack_size + 2 * cfg->guard_size;
 }
 
 static bool config_equal(const vms_config *a, const vms_config *b)
@@ -214,8 +232,8 @@ static int replace_locked(const vms_config *cfg)
     /* auto is whichever guard the run found, unless that is none. */
     if ((cfg->guard != vms__g.cfg.guard && (cfg->guard != VMS_GUARD_AUTO || vms__g.mode == VMS_GUARD_NONE)) ||
         cfg->cache != vms__g.cfg.cache)
-        return vms__fail(EBUSY, "under vmstack run the guard mode and the cache size are set already (VMSTACK_GUARD, "
-                                "VMSTACK_CACHE): set them in the environment instead");
+        return vms__fail(EBUSY, "under vmstack %s the guard mode and the cache size are set already (VMSTACK_GUARD, "
+                                "VMSTACK_CACHE): set them in the environment instead", vms__g.run_command);
     next.guard = vms__g.cfg.guard;
     if (next.guard == VMS_GUARD_NONE)
         next.guard_size = 0;
@@ -257,12 +275,13 @@ int vms_init(const vms_config *user)
     return rc;
 }
 
-int vms__init_provisional(const vms_config *cfg)
+int vms__init_provisional(const vms_config *cfg, const char *command)
 {
     int rc = vms_init(cfg);
 
     pthread_mutex_lock(&vms__g.lock);
     vms__g.provisional = rc == 0;
+    vms__g.run_command = command;
     pthread_mutex_unlock(&vms__g.lock);
     return rc;
 }

@@ -140,6 +140,8 @@ struct vms_global {
     struct vms_region *_Atomic default_region; /* of the default size and guard, once used */
     bool provisional;                 /* set up by `vmstack run`: the program's vms_init may still
                                          replace the configuration */
+    const char *run_command;          /* "run" or "trace": the command that set it up, named in
+                                         messages; NULL when the program did */
 };
 extern struct vms_global vms__g;
 
@@ -179,9 +181,10 @@ int vms__ensure_init(void);
 /*
  * vms_init for `vmstack run` before the program runs: with the settings the
  * program would get by itself, which the program's own vms_init may then
- * replace (see replace_locked).  0 or as vms_init.
+ * replace (see replace_locked).  command ("run", "trace") is named in
+ * messages.  0 or as vms_init.
  */
-int vms__init_provisional(const vms_config *cfg);
+int vms__init_provisional(const vms_config *cfg, const char *command);
 
 /* os.c: the only place that talks to the kernel about memory */
 void *vms__os_reserve(size_t bytes);

@@ -483,8 +483,8 @@ static void put_kill_refusal(struct vms_sbuf *b, const struct vms_fault *f)
 
 /*
  * "a thread cannot be killed alone" and what sizes its stack: the main
- * thread's is RLIMIT_STACK; a thread of 'vmstack run' (owner set) that
- * asks for no size gets --stack-size; others the size they were created
+ * thread's is RLIMIT_STACK; a thread of 'vmstack run' or 'trace' (owner
+ * set) that asks for no size gets that command's --stack-size; others the size they were created
  * with.
  */
 static void put_thread_abort(struct vms_sbuf *b, const struct vms_task *t)
@@ -492,9 +492,11 @@ static void put_thread_abort(struct vms_sbuf *b, const struct vms_task *t)
     vms__sb_str(b, "a thread cannot be killed alone without risking the rest of the process; ");
     if (t->id == (uint64_t)getpid())
         vms__sb_str(b, "ulimit -s sizes the main thread's stack\n");
-    else if (t->owner)
-        vms__sb_str(b, "vmstack run --stack-size sizes the stacks of threads that ask for no size\n");
-    else
+    else if (t->owner) {
+        vms__sb_str(b, "vmstack ");
+        vms__sb_str(b, vms__g.run_command);
+        vms__sb_str(b, " --stack-size sizes the stacks of threads that ask for no size\n");
+    } else
         vms__sb_str(b, "the stack size of its pthread_attr_t (else VMSTACK_STACK_SIZE) sizes its stack\n");
 }
 

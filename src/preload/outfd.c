@@ -86,6 +86,17 @@ static struct vms_run_shm *shared(void)
     return shm && (pid_t)syscall(SYS_getpid) == shm_pid ? shm : NULL;
 }
 
+void vms__out_detach(void)
+{
+    struct vms_run_shm *m = shared();
+
+    if (!m)
+        return;
+    atomic_store(&m->attached, 0);
+    munmap(m, VMS_RUN_SHM_SIZE);
+    shm = NULL;
+}
+
 struct vms_run_shm *vms__out_shm(void)
 {
     return shared();

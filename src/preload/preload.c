@@ -63,8 +63,8 @@ static void *next_fn(const char *name)
     void *p = dlsym(RTLD_NEXT, name);
 
     if (!p && dlsym(RTLD_DEFAULT, name)) { /* glibc preloaded before us (vmstack run puts us first) */
-        vms__out_printf("vmstack run: libc comes before libvmstack-preload.so in LD_PRELOAD, so %s cannot be "
-                        "interposed: put libvmstack-preload.so before it; aborting\n", name);
+        vms__out_printf("vmstack %s: libc comes before libvmstack-preload.so in LD_PRELOAD, so %s cannot be "
+                        "interposed: put libvmstack-preload.so before it; aborting\n", vms__run_command(), name);
         abort();
     }
     if (!p) { /* libc without the call we interpose: nothing sensible is left to do */
@@ -501,6 +501,7 @@ static void unprotected(const char *why)
 {
     vms__out_printf("vmstack %s: %s (pid %d) runs without guarded stacks: %s\n", vms__run_command(),
                     program_invocation_short_name, (int)getpid(), why);
+    vms__out_detach();
 }
 
 static void preload_start(void)
@@ -547,7 +548,7 @@ static void preload_start(void)
         return;
     }
     dl_iterate_phdr(tls_align_of, NULL);
-    if (vms__init_provisional(&cfg) || fault_init()) {
+    if (vms__init_provisional(&cfg, vms__run_command()) || fault_init()) {
         unprotected(vms_last_error());
         return;
     }

@@ -13,6 +13,7 @@
 #include "trace/trace.h"
 
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #define MAIN_GUARD_PAGES 256 /* the main thread's guard: the kernel's default stack_guard_gap */
@@ -88,6 +89,8 @@ struct run_thread {
  */
 void vms__out_init(void);
 void vms__out_attach(void); /* the launcher's shared memory, by the program it started */
+/* vmstack does not run in this image of the program, and said why: the launcher expects no table from it. */
+void vms__out_detach(void);
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
 int vms__out_report(const char *p, size_t len);
 /* The table at exit, for the launcher to write; -1 when there is no launcher to write it. */
@@ -147,6 +150,22 @@ int vms__run_main_stack(char **lo, char **hi);
  */
 void vms__run_stack_limit_restore(void);
 void vms__run_stack_trim(void);
+/*
+ * The same for what the program executes: under a soft limit too small
+ * for the loader, an exec whose environment preloads us gets the raised
+ * limit, and the limit to put back in its environment (e->env, on the
+ * caller's stack; envp as it is when there is nothing to do or no room).
+ * end puts the caller's limit back after the call (a failed exec, a spawn).
+ */
+#define VMS_EXEC_ENV_MAX 256
+struct vms_exec_env {
+    struct rlimit old;
+    bool raised;
+    char *env[VMS_EXEC_ENV_MAX + 2];
+    char limit[48]; /* VMSTACK_RUN_STACK_LIMIT=N */
+};
+char *const *vms__run_exec_env(struct vms_exec_env *e, char *const envp[]);
+void vms__run_exec_end(struct vms_exec_env *e);
 
 /* tracepreload.c: 'vmstack trace' in libvmstack-preload.so. */
 void vms__trace_preload_init(void);

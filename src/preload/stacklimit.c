@@ -16,17 +16,21 @@
  *     unchecked: what lies below the original limit is unmapped, so the
  *     main thread overflows where it would have.
  * The variable is removed, so that the program's own children start with
- * the limit it leaves them.
+ * the limit it leaves them.  What the program executes (execve and the
+ * calls sigchain.c interposes with it) gets the same: a raised limit for
+ * the loader, its own in the variable, put back by the library there.
  */
 #include "preload/preload.h"
 #include "core/internal.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -92,4 +96,53 @@ void vms__run_stack_trim(void)
         floor = (here & ~(pg - 1)) - pg;
     if (floor > lo && floor < hi)
         munmap((void *)lo, floor - lo);
+}
+
+/* As 'vmstack run' (tools/run.c): the room the loader needs to preload us. */
+#define LOADER_STACK ((rlim_t)64 << 10)
+#define LIMIT_VAR "VMSTACK_RUN_STACK_LIMIT="
+
+/* envp preloads this library: the new image will put the limit back. */
+static bool preloads_us(char *const envp[])
+{
+    for (size_t i = 0; envp[i]; i++)
+        if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+            return strstr(envp[i], "libvmstack-preload.so") != NULL;
+    return false;
+}
+
+char *const *vms__run_exec_env(struct vms_exec_env *e, char *const envp[])
+{
+    struct rlimit rl;
+    size_t n = 0;
+
+    e->raised = false;
+    if (!envp || getrlimit(RLIMIT_STACK, &e->old) || e->old.rlim_cur >= LOADER_STACK ||
+        e->old.rlim_max <= e->old.rlim_cur || !preloads_us(envp))
+        return envp;
+    for (size_t i = 0; envp[i]; i++) {
+        if (!strncmp(envp[i], LIMIT_VAR, sizeof LIMIT_VAR - 1))
+            continue;
+        if (n == VMS_EXEC_ENV_MAX)
+            return envp;
+        e->env[n++] = envp[i];
+    }
+    snprintf(e->limit, sizeof e->limit, LIMIT_VAR "%llu", (unsigned long long)e->old.rlim_cur);
+    e->env[n++] = e->limit;
+    e->env[n] = NULL;
+    rl = e->old;
+    rl.rlim_cur = rl.rlim_max < LOADER_STACK ? rl.rlim_max : LOADER_STACK;
+    if (setrlimit(RLIMIT_STACK, &rl))
+        return envp;
+    e->raised = true;
+    return e->env;
+}
+
+void vms__run_exec_end(struct vms_exec_env *e)
+{
+    int saved = errno;
+
+    if (e->raised)
+        setrlimit(RLIMIT_STACK, &e->old);
+    errno = saved;
 }
