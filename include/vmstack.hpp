@@ -146,6 +146,23 @@ private:
 
 namespace vmstack {
 
+namespace detail {
+
+/* A Boost stack_context on a new vmstack stack made as o says; throws vmstack::error. */
+inline boost::context::stack_context stack_context_of(const vms_stack_opts &o)
+{
+    vms_stack st;
+    boost::context::stack_context sctx;
+
+    if (int rc = vms_stack_alloc_opts(&st, &o))
+        throw error(rc);
+    sctx.size = st.size;
+    sctx.sp = vms_stack_top(&st);
+    return sctx;
+}
+
+} // namespace detail
+
 /*
  * Boost.Context's StackAllocator on vmstack stacks of at least size bytes
  * (0: the default), each named name (may be NULL) in overflow reports.
@@ -167,19 +184,13 @@ public:
     boost::context::stack_context allocate()
     {
         vms_stack_opts o = vms_stack_opts();
-        vms_stack st;
-        boost::context::stack_context sctx;
 
         o.size = size_;
         o.name = name_;
         o.abort_reason = "vmstack::stack_allocator's stacks have no overflow handler: Boost.Context cannot end "
                          "one coroutine alone on them (vmstack::callcc can, and vmstack::fiber_stack_allocator "
                          "for Boost.Fiber)";
-        if (int rc = vms_stack_alloc_opts(&st, &o))
-            throw error(rc);
-        sctx.size = st.size;
-        sctx.sp = vms_stack_top(&st);
-        return sctx;
+        return detail::stack_context_of(o);
     }
 
     void deallocate(boost::context::stack_context &sctx) noexcept { vms_stack_free_sp(sctx.sp); }
@@ -441,18 +452,12 @@ public:
     boost::context::stack_context allocate()
     {
         vms_stack_opts o = vms_stack_opts();
-        vms_stack st;
-        boost::context::stack_context sctx;
 
         o.size = size_;
         o.name = name_;
         o.on_overflow = detail::end_boost_fiber;
         o.handler_on_stack = 1;
-        if (int rc = vms_stack_alloc_opts(&st, &o))
-            throw error(rc);
-        sctx.size = st.size;
-        sctx.sp = vms_stack_top(&st);
-        return sctx;
+        return detail::stack_context_of(o);
     }
 
     void deallocate(boost::context::stack_context &sctx) noexcept { vms_stack_free_sp(sctx.sp); }
