@@ -225,6 +225,14 @@ sigign)
 alive
 alive
 parent" ] || fail "plain: $(cat "$tmp/set.plain" "$tmp/inherited.plain" "$tmp/passed.plain")"
+    # The same through execl, execlp and execle, whose argv glibc builds past the other exec calls.
+    for l in l lp le; do
+        each exec$l "$bin/run_execl" $l
+        same exec$l
+    done
+    [ "$(cat "$tmp/execl.plain" "$tmp/execlp.plain" "$tmp/execle.plain")" = "alive environ
+alive environ
+alive execle" ] || fail "plain: $(cat "$tmp/execl.plain" "$tmp/execlp.plain" "$tmp/execle.plain")"
     ;;
 java_xcheck)
     # The JVM checks that its signal handlers stay as it set them: no warning, as plain.

@@ -34,6 +34,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -276,6 +277,60 @@ VMS_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_ac
                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     EXEC_WRAP(posix_spawnp, pid, file, fa, attr, argv, vms__run_exec_env(&e, envp));
+}
+
+/*
+ * execl, execle and execlp build their argv and call glibc's internal
+ * execve, past the wrappers above: they are built here the same way, on
+ * the caller's stack, and go through them.
+ */
+/* By pointer: a va_list passed by value is left indeterminate in the caller (a struct on aarch64). */
+static size_t va_argc(va_list *ap)
+{
+    size_t n = 1;
+
+    while (va_arg(*ap, char *))
+        n++;
+    return n;
+}
+
+static void va_argv(char **argv, const char *arg, size_t n, va_list *ap)
+{
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(*ap, char *); /* argv[n]: the terminating null */
+}
+
+/* Declares argv, arg and the variable arguments up to their null, and leaves ap open after that null. */
+#define VA_ARGV(argv, arg)                                                                                        \
+    va_list ap;                                                                                                   \
+    va_start(ap, arg);                                                                                            \
+    size_t argc_ = va_argc(&ap);                                                                                  \
+    va_end(ap);                                                                                                   \
+    char *argv[argc_ + 1];                                                                                        \
+    va_start(ap, arg);                                                                                            \
+    va_argv(argv, arg, argc_, &ap)
+
+VMS_API int execl(const char *path, const char *arg, ...)
+{
+    VA_ARGV(argv, arg);
+    va_end(ap);
+    return execv(path, argv);
+}
+
+VMS_API int execlp(const char *file, const char *arg, ...)
+{
+    VA_ARGV(argv, arg);
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+VMS_API int execle(const char *path, const char *arg, ...)
+{
+    VA_ARGV(argv, arg);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
 }
 
 VMS_API __sighandler_t signal(int sig, __sighandler_t handler)
