@@ -370,11 +370,36 @@ def fiber_state(f, layout, joiners):
     return "runnable"
 
 
+# The bits of a saved return address that are not address (0: none): on
+# aarch64 built with pac-ret (VMS_BRANCH_PROTECTION), the pointer-
+# authentication code above the virtual address.  gdb's own unwinder
+# removes it; a frame this extension makes from a saved context must too.
+_code_mask = 0
+
+
+def _pac_code_mask():
+    """The inferior's pointer-authentication bits of code addresses."""
+    if gdb.selected_inferior().architecture().name() != "aarch64":
+        return 0
+    try:
+        return int(gdb.selected_frame().read_register("pauth_cmask"))
+    except (gdb.error, ValueError):
+        # No pauth registers (a core file, a remote stub): Linux gives user
+        # code at most 48 bits of address, the rest may hold the code.
+        return 0xffff << 48
+
+
+def code_address(v):
+    """A return address as read from a stack, without its pointer-authentication code."""
+    return v & ~_code_mask
+
+
 def collect():
-    global _frame
+    global _frame, _code_mask
     inf = _inferior()
     layout = Layout(inf)
     _frame = layout.frame
+    _code_mask = _pac_code_mask()
     fibers = read_fibers(layout, inf)
     by_serial, running = read_threads(layout, inf)
     joiners = {f.joiner: f.id for f in fibers if f.joiner}
@@ -430,9 +455,12 @@ _frame = SWITCH_FRAMES["i386:x86-64"]
 
 
 def saved_context(inf, f):
-    size, sp, _, offsets = _frame
+    size, sp, pc, offsets = _frame
     mem = bytes(inf.read_memory(f.sp, size))
     regs = {reg: struct.unpack_from("<Q", mem, off)[0] for reg, off in offsets.items()}
+    for reg in (pc, "x30"):
+        if reg in regs:
+            regs[reg] = code_address(regs[reg])
     regs[sp] = f.sp + size  # after the return
     return regs
 
@@ -644,7 +672,7 @@ class Backtrace:
         the same return addresses at the same offsets from the top."""
         for off, pc in self.checks:
             at = len(stack) - off
-            if at < 0 or struct.unpack_from("<Q", stack, at)[0] != pc:
+            if at < 0 or code_address(struct.unpack_from("<Q", stack, at)[0]) != pc:
                 return False
         return True
 
@@ -671,7 +699,7 @@ def backtrace_of(inf, f, cache):
     top = f.base + f.size
     # One read per fiber: the part of its stack in use, saved context included.
     stack = bytes(inf.read_memory(f.sp, top - f.sp))
-    key = (struct.unpack_from("<Q", stack, return_address_offset())[0], len(stack))
+    key = (code_address(struct.unpack_from("<Q", stack, return_address_offset())[0]), len(stack))
     for bt in cache.get(key, ()):
         if bt.matches(stack, top):
             return bt

@@ -131,6 +131,19 @@ static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
     return -UNW_EINVAL;
 }
 
+#if UNW_VERSION >= UNW_VERSION_CODE(1, 7)
+/*
+ * libunwind 1.7 on strips a signed return address (pac-ret) by itself only
+ * in its own local address space; in any other it clears the bits this
+ * says, and the local accessors copied here say none.
+ */
+static unw_word_t ptrauth_insn_mask(unw_addr_space_t as, void *arg)
+{
+    (void)as, (void)arg;
+    return vms__arch_pac_mask();
+}
+#endif
+
 /* ---- the address space ---- */
 
 /*
@@ -155,6 +168,9 @@ void vms__unwind_prepare(void)
         acc.access_reg = access_reg;
         acc.access_fpreg = access_fpreg;
         acc.resume = resume;
+#if UNW_VERSION >= UNW_VERSION_CODE(1, 7)
+        acc.ptrauth_insn_mask = ptrauth_insn_mask;
+#endif
         unw_addr_space_t as = unw_create_addr_space(&acc, 0);
         if (as) {
             unw_set_caching_policy(as, UNW_CACHE_NONE);

@@ -565,6 +565,12 @@ __attribute__((no_sanitize_address)) static uintptr_t word(const struct dead *d,
     return *(const volatile uintptr_t *)a;
 }
 
+/* A return address read from the stack, its pointer-authentication code (pac-ret) stripped. */
+static uintptr_t ret_word(const struct dead *d, uintptr_t a, bool *ok)
+{
+    return vms__arch_strip(word(d, a, ok));
+}
+
 static bool put(struct dead *d, uintptr_t ip, uintptr_t sp)
 {
     if (d->n == d->cap)
@@ -630,7 +636,7 @@ static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
     bool ok = true;
 
     for (uintptr_t x = sp; x + 2 * sizeof(uintptr_t) <= d->hi && x - sp < FRAME_SCAN; x += sizeof(uintptr_t)) {
-        uintptr_t saved = word(d, x, &ok), ret = word(d, x + sizeof(uintptr_t), &ok);
+        uintptr_t saved = word(d, x, &ok), ret = ret_word(d, x + sizeof(uintptr_t), &ok);
         if (ok && (saved == 0 || (saved > x && saved < d->hi)) && is_return_address(d, ret)) {
             *rbp = x;
             return true;
@@ -666,7 +672,7 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t sl
         if (cfa <= sp || cfa > d->hi || !r.ra_saved)
             return false;
         slot = cfa + (uintptr_t)r.ra_off;
-        ret = word(d, slot, &ok);
+        ret = ret_word(d, slot, &ok);
         if (r.rbp == RBP_AT)
             rbp = word(d, cfa + (uintptr_t)r.rbp_off, &ok);
         else if (r.rbp == RBP_LOST)
@@ -839,7 +845,7 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
 
     *first = 0;
     for (*at = *w & ~(uintptr_t)7; *at < d->clobbered && ok && !out_of_time(d); *at += sizeof(uintptr_t)) {
-        uintptr_t ret = word(d, *at, &ok), fn, frame = 0, low;
+        uintptr_t ret = ret_word(d, *at, &ok), fn, frame = 0, low;
         int64_t ra_off = 0;
         bool jit = is_jit(d, ret);
         if (!jit && !is_return_address(d, ret))
@@ -874,7 +880,7 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
 static uintptr_t first_cfa(const struct dead *d, uintptr_t at)
 {
     bool ok = true;
-    uintptr_t fn = callee_of(d, word(d, at, &ok), at);
+    uintptr_t fn = callee_of(d, ret_word(d, at, &ok), at);
     int64_t ra_off = 0;
 
     if (fn)
@@ -906,7 +912,7 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
         at = first;
         *gap = 1;
     }
-    ret = word(d, at, &ok);
+    ret = ret_word(d, at, &ok);
     put(d, callee, w);
     /*
      * A callee with a frame pointer saved the caller's one right below the
@@ -916,7 +922,7 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
      */
     rbp = word(d, at - sizeof(uintptr_t), &ok);
     ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= d->hi && !(rbp & 7) &&
-         is_return_address(d, word(d, rbp + sizeof(uintptr_t), &ok)) && ok;
+         is_return_address(d, ret_word(d, rbp + sizeof(uintptr_t), &ok)) && ok;
     if (!unwind_from(d, ret, cfa, at, callee, rbp, ok)) {
         if (!*partial)
             *gap = d->n;

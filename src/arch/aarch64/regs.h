@@ -91,11 +91,23 @@ static inline uintptr_t vms__arch_strip(uintptr_t v)
 }
 
 /*
+ * The bits of a code address that hold its pointer-authentication code
+ * (0 where there is none): what xpaclri clears in a lower-half address
+ * (bit 55 clear) with every other bit set.
+ */
+static inline uintptr_t vms__arch_pac_mask(void)
+{
+    uintptr_t v = ~((uintptr_t)1 << 55);
+
+    return v & ~vms__arch_strip(v);
+}
+
+/*
  * The switch's saved frame (switch.S), for debuggers (task/debugtable.c):
  * its size, gdb's names of the stack pointer, the program counter and the
  * thread pointer, and { name, offset from the saved stack pointer, size }
  * of each register saved in it, the program counter's being the return
- * address (x30).
+ * address (x30; built with pac-ret, signed: a reader strips it).
  */
 #define VMS_SWITCH_FRAME_SIZE 176
 #define VMS_SWITCH_FRAME_SP "sp"

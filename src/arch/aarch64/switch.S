@@ -9,17 +9,42 @@
  * Saved frame, from the saved stack pointer up (176 bytes, 16-aligned):
  *     0   d8 ... d15
  *    64   x19 ... x28
- *   144   x29, x30 (the return address)
+ *   144   x29, x30 (the return address, signed under pac-ret)
  *   160   FPCR, padding
  * vms__fiber_launch saves and resumes the same frame.
  *
  * Every global entry starts with "bti c" (a no-op before Armv8.5), and the
  * object carries the GNU property note saying so: without it, linking with
  * BTI would turn BTI off for the whole library.
+ *
+ * Built with pac-ret (-mbranch-protection=standard defines
+ * __ARM_FEATURE_PAC_DEFAULT), each entry signs its return address with the
+ * stack pointer it was called with (paciasp) before saving it, and the
+ * resume authenticates the saved one with the stack pointer it returns
+ * with (autiasp), which is the same: a saved return address overwritten
+ * while the context is suspended faults instead of being jumped to.  A
+ * fiber's first entry (vms__fiber_launch) calls its main and resumes no
+ * saved frame of its own, so no return address is made up in C.  What
+ * reads a saved return address removes the code: vms__arch_strip (the
+ * dead-stack scan), libunwind (told the mask by fault/unwind.c), the gdb
+ * extension.  The hint-space forms run as no-ops before Armv8.3, where
+ * nothing is signed.
  */
 #if defined(__aarch64__)
 
 #define FRAME 176
+
+#if defined(__ARM_FEATURE_PAC_DEFAULT)
+/* paciasp, then the call-frame information's note that x30 is signed from here. */
+#define SIGN_RA hint 25; .cfi_negate_ra_state
+/* autiasp, the stack pointer back at its value on entry. */
+#define AUTH_RA hint 29; .cfi_negate_ra_state
+#define FEATURE_PAC 2           /* GNU_PROPERTY_AARCH64_FEATURE_1_PAC */
+#else
+#define SIGN_RA
+#define AUTH_RA
+#define FEATURE_PAC 0
+#endif
 
     .text
 
@@ -80,6 +105,7 @@
     .cfi_restore x28
     .cfi_restore x29
     .cfi_restore x30
+    AUTH_RA
     ret
 .endm
 
@@ -91,6 +117,7 @@
 vms__switch:
     .cfi_startproc
     hint    34                  /* bti c */
+    SIGN_RA
     SAVE_FRAME
     mov     x9, sp
     str     x9, [x0]
@@ -116,6 +143,7 @@ vms__switch:
 vms__fiber_launch:
     .cfi_startproc
     hint    34                  /* bti c */
+    SIGN_RA
     SAVE_FRAME
     .cfi_remember_state
     mov     x9, sp
@@ -147,6 +175,7 @@ vms__fiber_launch:
 vms__call_on_stack:
     .cfi_startproc
     hint    34                  /* bti c */
+    SIGN_RA
     stp     x29, x30, [sp, #-16]!
     .cfi_def_cfa_offset 16
     .cfi_offset x29, -16
@@ -164,11 +193,15 @@ vms__call_on_stack:
     .cfi_def_cfa_offset 0
     .cfi_restore x29
     .cfi_restore x30
+    AUTH_RA
     ret
     .cfi_endproc
     .size   vms__call_on_stack, .-vms__call_on_stack
 
-/* GNU_PROPERTY_AARCH64_FEATURE_1_AND: BTI (every entry above has its landing pad). */
+/*
+ * GNU_PROPERTY_AARCH64_FEATURE_1_AND: BTI (every entry above has its
+ * landing pad), and PAC when the return addresses are signed.
+ */
     .pushsection .note.gnu.property, "a"
     .balign 8
     .long   4
@@ -177,7 +210,7 @@ vms__call_on_stack:
     .asciz  "GNU"
     .long   0xc0000000
     .long   4
-    .long   1                   /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+    .long   1 | FEATURE_PAC     /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI, _PAC */
     .long   0
     .popsection
 

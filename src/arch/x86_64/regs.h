@@ -82,6 +82,18 @@ static inline uint64_t vms__arch_fpenv(void)
     return mxcsr | (uint64_t)fpucw << 32;
 }
 
+/* A code address as read from a stack: x86-64 stores it as it is. */
+static inline uintptr_t vms__arch_strip(uintptr_t v)
+{
+    return v;
+}
+
+/* The bits of a code address that hold a pointer-authentication code: none. */
+static inline uintptr_t vms__arch_pac_mask(void)
+{
+    return 0;
+}
+
 /*
  * The switch's saved frame (switch.S), for debuggers (task/debugtable.c):
  * its size, gdb's names of the stack pointer, the program counter and the
