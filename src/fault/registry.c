@@ -10,16 +10,22 @@
  * scan is bounded by the number of such stacks that were alive at once
  * (one per thread of the program), not by VMS_REGISTRY_MAX.  The scan runs
  * only for faults vms__locate did not claim, i.e. on the way to a crash.
+ *
+ * The handler reads an entry as a seqlock reader: the state, the copy, the
+ * state again.  The state carries a count of registrations, so that an
+ * entry unregistered and registered again during the copy does not read
+ * as unchanged; the second look is a read-modify-write, which orders the
+ * copy's reads before it where a plain acquire load would not.
  */
 #include "fault/fault.h"
 
 #include <errno.h>
 #include <string.h>
 
-enum { FREE = 0, BUSY = 1, LIVE = 2 };
+enum { FREE = 0, BUSY = 1, LIVE = 2, KIND = 3, GEN = 4 }; /* state: registrations * GEN | kind */
 
 struct entry {
-    _Atomic int state;
+    _Atomic unsigned state;
     uintptr_t lo, hi, guard_lo;
     struct vms_task task;
 };
@@ -30,9 +36,11 @@ static _Atomic int used; /* entries [0, used) may be LIVE */
 int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms_task *task)
 {
     for (int i = 0; i < VMS_REGISTRY_MAX; i++) {
-        int expect = FREE, u;
-        if (atomic_load_explicit(&table[i].state, memory_order_relaxed) != FREE ||
-            !atomic_compare_exchange_strong_explicit(&table[i].state, &expect, BUSY, memory_order_acquire,
+        unsigned s = atomic_load_explicit(&table[i].state, memory_order_relaxed);
+        int u;
+        /* Acquire: the last unregister's clearing comes before our stores. */
+        if ((s & KIND) != FREE ||
+            !atomic_compare_exchange_strong_explicit(&table[i].state, &s, s | BUSY, memory_order_acquire,
                                                      memory_order_relaxed))
             continue;
         table[i].lo = (uintptr_t)lo;
@@ -43,7 +51,7 @@ int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms
         while (u < i + 1 && !atomic_compare_exchange_weak_explicit(&used, &u, i + 1, memory_order_relaxed,
                                                                    memory_order_relaxed))
             ;
-        atomic_store_explicit(&table[i].state, LIVE, memory_order_release);
+        atomic_store_explicit(&table[i].state, (s + GEN) | LIVE, memory_order_release);
         return i;
     }
     return vms__fail(ENOSPC, "all %d entries for foreign stacks are in use: too many threads", VMS_REGISTRY_MAX);
@@ -51,11 +59,19 @@ int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms
 
 void vms__stack_unregister(int handle)
 {
+    unsigned s;
+
     if (handle < 0 || handle >= VMS_REGISTRY_MAX)
         return;
-    atomic_store_explicit(&table[handle].state, BUSY, memory_order_relaxed);
+    s = atomic_load_explicit(&table[handle].state, memory_order_relaxed) & ~KIND;
+    /*
+     * A read-modify-write, not a store: its acquire half keeps the clearing
+     * after BUSY (a relaxed store would let it show first), and a reader's
+     * second look (also one) that still sees LIVE then comes before it.
+     */
+    atomic_exchange_explicit(&table[handle].state, s | BUSY, memory_order_acq_rel);
     memset(&table[handle].task, 0, sizeof table[handle].task);
-    atomic_store_explicit(&table[handle].state, FREE, memory_order_release);
+    atomic_store_explicit(&table[handle].state, s | FREE, memory_order_release);
 }
 
 bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit)
@@ -64,15 +80,16 @@ bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit)
 
     for (int i = 0; i < n; i++) {
         struct entry *e = &table[i];
-        if (atomic_load_explicit(&e->state, memory_order_acquire) != LIVE)
+        unsigned s = atomic_load_explicit(&e->state, memory_order_acquire);
+        if ((s & KIND) != LIVE)
             continue;
         hit->lo = e->lo;
         hit->hi = e->hi;
         hit->guard_lo = e->guard_lo;
         hit->task = e->task;
         /* Still the same registration after the copy? (An unregister in between would show.) */
-        if (atomic_load_explicit(&e->state, memory_order_acquire) == LIVE && addr >= hit->guard_lo &&
-            addr < hit->hi)
+        if (addr >= hit->guard_lo && addr < hit->hi &&
+            atomic_fetch_add_explicit(&e->state, 0, memory_order_acq_rel) == s)
             return true;
     }
     return false;

@@ -468,7 +468,8 @@ static void json_table(FILE *f, const struct row *rows, size_t n, const char *wh
         json_row(&j, &rows[i]);
     vms__json_arr_end(&j);
     /* 'vmstack trace --json': the deepest chains in the same object. */
-    if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed)) {
+    /* Acquire (as in make_table): the tracer's tables, read next, were set up before it was armed. */
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_acquire)) {
         vms__json_key(&j, "trace");
         vms__trace_json(&j, why);
     }
@@ -517,7 +518,7 @@ static int make_table(const char *why, bool at_exit)
     if ((rows = collect(&n)) && (f = open_memstream(&text, &len))) {
         format(f, rows, n, why);
         /* 'vmstack trace' adds the deepest chains, in the same single write (JSON: inside the table's object). */
-        if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed) && !vms__run_opts.json)
+        if (atomic_load_explicit(&vms__trace_armed, memory_order_acquire) && !vms__run_opts.json)
             vms__trace_format(f, why, program_pid());
         fclose(f);
         /* One write, never mixed with the program's own buffered stderr. */

@@ -239,7 +239,8 @@ static void bury(struct vms_sched *s)
 /* Ends the running fiber f; returns the context to go to: the next ready fiber, or main. */
 static struct vms_fiber_desc *end_fiber(struct vms_sched *s, struct vms_fiber_desc *f, vms_fiber_end end)
 {
-    vms_fiber_hook end_hook = atomic_load_explicit(&vms__fiber_end_hook, memory_order_relaxed);
+    /* Acquire: the hook reads what was set up before it was stored (the tracer's tables). */
+    vms_fiber_hook end_hook = atomic_load_explicit(&vms__fiber_end_hook, memory_order_acquire);
 
     /* First, while f is still a live fiber: its mutexes go on, its fiber-local destructors run (and may wait). */
     if (f->sync)
@@ -405,10 +406,11 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
     set_name(task->name, opts->name);
     if (canary)
         *(uint64_t *)f->base = VMS_STACK_END_MAGIC;
-    if ((start_hook = atomic_load_explicit(&vms__fiber_start_hook, memory_order_relaxed)))
+    if ((start_hook = atomic_load_explicit(&vms__fiber_start_hook, memory_order_acquire)))
         start_hook(f);
     atomic_store_explicit(&f->owner, s->serial, memory_order_relaxed);
-    atomic_store_explicit(&f->id, id, memory_order_relaxed);
+    /* Release: a thread scanning the slots (vms_fiber_trim) that reads this id reads this owner, not a stale one. */
+    atomic_store_explicit(&f->id, id, memory_order_release);
     ring_add(s, f);
     s->stats.spawned++;
     if (++s->stats.live > s->stats.peak_live)

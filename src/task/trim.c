@@ -51,8 +51,11 @@ long vms_fiber_trim(uint64_t idle_ns)
         for (size_t j = 0; j < slots; j++) {
             struct vms_fiber_desc *f = vms__slot_fiber(&r->slots[j]);
 
-            /* Another thread's fibers, free slots and ended fibers are not looked at further. */
-            if (!atomic_load_explicit(&f->id, memory_order_relaxed) || !vms__sched_owns(f))
+            /*
+             * Another thread's fibers, free slots and ended fibers are not looked at further.
+             * Acquire: the owner read next is the one stored with this id (vms_fiber_spawn).
+             */
+            if (!atomic_load_explicit(&f->id, memory_order_acquire) || !vms__sched_owns(f))
                 continue;
             if (f->ended || !f->owns_stack || f->wait == VMS_WAIT_NONE || !f->sp || now - f->wait_since < idle_ns)
                 continue;

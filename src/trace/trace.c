@@ -643,8 +643,9 @@ int vms__trace_configure(const struct vms_trace_opts *o)
         opts = *o;
         tracer = tracer_pid();
         on_valgrind = vms__san_on_valgrind();
-        atomic_store_explicit(&vms__fiber_start_hook, vms__trace_fiber_start, memory_order_relaxed);
-        atomic_store_explicit(&vms__fiber_end_hook, vms__trace_fiber_end, memory_order_relaxed);
+        /* Release, as the two below: a thread that finds a hook finds the tables it uses. */
+        atomic_store_explicit(&vms__fiber_start_hook, vms__trace_fiber_start, memory_order_release);
+        atomic_store_explicit(&vms__fiber_end_hook, vms__trace_fiber_end, memory_order_release);
         atomic_store_explicit(&vms__fault_tripwire_hook, vms__trace_fault, memory_order_release);
         atomic_store_explicit(&vms__trace_armed, 1, memory_order_release);
     } else {
