@@ -80,6 +80,22 @@ attr_usable)
             fail "$mode (plain | $mode): $(cat "$tmp/bad")"
     done
     ;;
+thread_depth_as_plain)
+    # A thread has as much stack below its start routine, down to the bottom it reads back, as
+    # plain (and not over a page more), for sizes that are a class (64K, 512K, the default 8M)
+    # and one that is not (100000).
+    each depth "$bin/run_depth"
+    [ "$(cat "$tmp/depth.plain.rc")" = 0 ] && [ "$(grep -c ' usable [0-9]*$' "$tmp/depth.plain")" = 4 ] ||
+        fail "plain: $(cat "$tmp/depth.plain" "$tmp/depth.plain.err")"
+    pg=$(getconf PAGESIZE)
+    for mode in run trace; do
+        [ "$(cat "$tmp/depth.$mode.rc")" = 0 ] || fail "$mode: exit $(cat "$tmp/depth.$mode.rc"): $(cat "$tmp/depth.$mode.err")"
+        paste -d ' ' "$tmp/depth.plain" "$tmp/depth.$mode" | awk -v pg="$pg" '
+            { p = $(NF / 2); r = $NF; if (r < p || r - p >= pg) bad = bad "\n" $0 ": usable " (r - p) " bytes off plain" }
+            END { if (NR != 4) bad = bad "\n" NR " lines"; if (bad) { print substr(bad, 2); exit 1 } }' > "$tmp/bad" ||
+            fail "$mode (plain | $mode): $(cat "$tmp/bad")"
+    done
+    ;;
 join_detached)
     # pthread_join/pthread_detach of detached and joined threads: glibc's errors, and creating goes on.
     each attr "$bin/run_attr"

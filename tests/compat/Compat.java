@@ -4,7 +4,10 @@
 // StackOverflowError, catch it and go on working; "npe": a
 // NullPointerException caught (its helpful message printed) and one uncaught
 // in a thread (its stack trace on stderr).  The output is the same on every
-// run: counts, never depths.  Exits 3.
+// run: counts, never depths.  "depth" (by hand, with -Xint for whole
+// numbers that repeat): the depth at StackOverflowError of the main thread
+// and of a thread that asks for 512 KiB, to compare plain, run and trace.
+// Exits 3.
 import java.util.ArrayList;
 import java.util.List;
 
@@ -62,12 +65,24 @@ public class Compat {
 
     static String[] args0;
 
+    static void depths() throws InterruptedException {
+        final int[] d = new int[1];
+        soe("main");
+        System.out.println("main: depth " + depth);
+        Thread t = new Thread(null, () -> { soe("512K"); d[0] = depth; }, "depth", 512 * 1024);
+        t.start();
+        t.join();
+        System.out.println("512K thread: depth " + d[0]);
+    }
+
     public static void main(String[] args) throws InterruptedException {
         for (String a : args) {
             if (a.equals("soe"))
                 soeThreads();
             else if (a.equals("npe"))
                 npe();
+            else if (a.equals("depth"))
+                depths();
         }
         System.exit(3);
     }
