@@ -127,13 +127,12 @@ void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r);
  * context and fails (negative) before prepare.  The struct holds the
  * cursor and what the accessors need, and must live while c is used.
  */
-#define PAGES_KNOWN 8
+#define PAGES_KNOWN 64
 struct vms_unwind {
     unw_cursor_t c;
     const ucontext_t *uc;
     pid_t pid;
-    unsigned next;
-    uintptr_t pages[PAGES_KNOWN]; /* readable pages seen last */
+    uintptr_t pages[PAGES_KNOWN]; /* readable pages seen, by page number modulo PAGES_KNOWN */
 };
 void vms__unwind_prepare(void);
 int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc);

@@ -12,11 +12,15 @@
  * two: registers come from the interrupted context, and memory is read
  * through read_word below, which asks process_vm_readv (a system call
  * that answers EFAULT where a read would fault: guard pages, unmapped
- * memory) once per page and remembers the last PAGES_KNOWN pages that
- * answered.  That is one system call per new page, as libunwind's check
- * costs (it makes two or three).  The pipe libunwind would open at its
- * initialisation is refused (pipe2 is interposed and fails while vmstack
- * initialises libunwind), so no descriptor of ours is ever open.
+ * memory) once per page and remembers PAGES_KNOWN pages that answered,
+ * in a direct-mapped cache: a lookup in a large binary's unwind table
+ * reads a dozen pages of its binary search, the same ones for every
+ * frame of a recursion, which a short round-robin list evicted each time
+ * (a traced V8 made three million system calls).  That is one system
+ * call per new page, as libunwind's check costs (it makes two or three).
+ * The pipe libunwind would open at its initialisation is refused (pipe2
+ * is interposed and fails while vmstack initialises libunwind), so no
+ * descriptor of ours is ever open.
  *
  * Under valgrind every word is copied by process_vm_readv: memcheck does
  * not look into what the kernel copies, so the stack bytes libunwind
@@ -67,12 +71,13 @@ static bool known_readable(struct vms_unwind *u, uintptr_t addr)
     /* Page 0 first: the cache's empty entries are 0 too. */
     if (!page)
         return false;
-    for (unsigned i = 0; i < PAGES_KNOWN; i++)
-        if (u->pages[i] == page)
-            return true;
+    uintptr_t *slot = &u->pages[page / vms__g.page % PAGES_KNOWN];
+
+    if (*slot == page)
+        return true;
     if (!page_readable(u, page))
         return false;
-    u->pages[u->next++ % PAGES_KNOWN] = page;
+    *slot = page;
     return true;
 }
 
@@ -190,7 +195,6 @@ int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc)
         return -UNW_EUNSPEC;
     u->uc = uc;
     u->pid = (pid_t)syscall(SYS_getpid);
-    u->next = 0;
     for (unsigned i = 0; i < PAGES_KNOWN; i++)
         u->pages[i] = 0;
     return unw_init_remote(&u->c, as, u);
