@@ -163,6 +163,19 @@ for c in comeback:comeback_b_leaf bigframe:big_frame leafret:leafret_caller over
         case $got in "$first"+*) ;; *) echo "FAIL: trace $name: first entry '$got', want $first"; fails=$((fails + 1)) ;; esac
     fi
 done
+# Code without call-frame information (tests/trace_nocfi.c): the chain of
+# the running thread ends at it, callers unknown, as test_trace_nocfi.sh
+# checks on x86-64; libunwind's aarch64 answers such code otherwise.
+aarch64-linux-gnu-gcc -O1 -g -pthread -o "$tmp/trace_nocfi" tests/trace_nocfi.c
+qemu-aarch64 "${preload[@]}" -E VMSTACK_RUN_TRACE=1 -E LD_BIND_NOW=1 "$tmp/trace_nocfi" > "$tmp/out" 2> "$tmp/err" ||
+    { echo "FAIL: trace nocfi: status $?"; fails=$((fails + 1)); }
+sed -n "/^thread '.*' .*start routine thread (running)/,/^\$/p" "$tmp/err" > "$tmp/chain"
+last=$(grep -E '^ *[0-9]+\) ' "$tmp/chain" | tail -n 1)
+echo "trace nocfi: last entry: $last"
+echo "$last" | grep -Eq '^ *[0-9]+\) +[0-9]+ +\? +nocfi_enter\+' &&
+    grep -q '^     \.\.\. (callers unknown: ' "$tmp/chain" &&
+    grep -Eq '^ +\.\.\. [0-9]+ more entries of the same [0-9]+-byte frame$' "$tmp/chain" ||
+    { echo "FAIL: trace nocfi: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 [ "$fails" = 0 ] || exit 1
 
 # Branch protection forced on (BTI, pac-ret; AUTO leaves it off with

@@ -27,7 +27,7 @@ sed -n "/^main thread 'jit'/,/^\$/p" "$TMP/report.txt" > "$TMP/chain.txt"
 [ -s "$TMP/chain.txt" ] || fail "no chain for the main thread: $(cat "$TMP/report.txt")"
 grep -qx '  (partial: later calls overwrote part of the chain at that depth)' "$TMP/chain.txt" ||
     fail "the chain through JIT code is not marked partial: $(cat "$TMP/chain.txt")"
-grep -Eq '^ *0\) +[0-9]+ +[0-9]+ +(jit_callee\+|\? \(unknown)' "$TMP/chain.txt" ||
+grep -Eq '^ *0\) +[0-9]+ +([0-9]+|\?) +(jit_callee\+|\? \(unknown)' "$TMP/chain.txt" ||
     fail "the deepest frame is neither jit_callee nor unknown: $(cat "$TMP/chain.txt")"
 grep -Eq '^ *[0-9]+\) +[0-9]+ +[0-9]+ +0x[0-9a-f]+$' "$TMP/chain.txt" &&
     fail "a frame in JIT code, unchecked: $(cat "$TMP/chain.txt")"

@@ -185,6 +185,8 @@ struct dead {
     struct timespec deadline;          /* the scan gives up here: its task's share of the process's time */
     bool refreshed;                    /* the modules were reported to libdwfl again during this scan */
     bool stopped;                      /* gave up: JIT code, or out of time */
+    bool rec_cut;                      /* the recorded chain ends in code without call-frame information */
+    bool cut;                          /* so does this one: it ends with the recorded chain's outermost frame */
 };
 
 static int add_segs(struct dl_phdr_info *info, size_t size, void *arg)
@@ -592,7 +594,9 @@ static long rec_at(const struct dead *d, uintptr_t sp)
  * The recorded frames m, m - 1, ... 0 (outwards), up to the first whose
  * code is in no module: the unwinder at the tripwire went on through JIT
  * code (by its frame pointer) or stopped there, and nothing checks a
- * frame there; the scan then stops, its chain partial.
+ * frame there; the scan then stops, its chain partial.  Where the
+ * recorded chain ended at code without call-frame information, so does
+ * this one.
  */
 static void put_recorded(struct dead *d, long m)
 {
@@ -604,6 +608,7 @@ static void put_recorded(struct dead *d, long m)
         if (!put(d, d->rec[m].ip, d->rec[m].sp))
             return;
     }
+    d->cut = d->rec_cut;
 }
 
 /*
@@ -937,13 +942,14 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
 }
 
 uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
-                         uint32_t *gap)
+                         uint32_t *gap, bool *cut)
 {
     struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
-                     .f = f, .cap = cap};
+                     .rec_cut = a->rec_cut, .f = f, .cap = cap};
 
     *partial = false;
     *gap = 0;
+    *cut = false;
     if (!a->lowest || cap < 2)
         return 0;
     if (scan_open(&d)) {
@@ -958,5 +964,6 @@ uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *
     }
     free(d.segs);
     free(d.exec);
+    *cut = d.cut;
     return d.n;
 }

@@ -117,6 +117,7 @@ struct task {
     uint32_t n;
     uint64_t faults;
     bool inner_ret;              /* buf[n - 1].ip is a return address, not a faulting ip */
+    bool cut;                    /* buf[0]'s code has no call-frame information: its callers are unknown */
     bool depth_warned, lost, signal_lost;
 };
 
@@ -271,24 +272,69 @@ static bool callers_intact(const struct task *t, uint32_t m)
     return true;
 }
 
+#define CFI_KNOWN 32             /* instruction pointers whose call-frame information was looked up */
+
 /* Unwinding state: the libunwind cursor and the last stack pointer seen. */
 struct walk {
     struct vms_unwind u;
     uintptr_t prev, hi;
     bool first;
+    bool guessed;                /* the last frame's code has no call-frame information: the next is a guess */
+    bool cut;                    /* the chain ended at such a frame, its callers unknown */
+    uint32_t cfi;                /* bit i: cfi_ip[i] has call-frame information */
+    uintptr_t cfi_ip[CFI_KNOWN]; /* direct-mapped by address */
 };
 
-/* The next frame, outwards; false at the end of the chain. */
+/*
+ * Whether the cursor's code has call-frame information.  Where it has
+ * none (JIT-compiled code, a runtime's hand-written builtins: V8's
+ * interpreter is such code inside node's binary), libunwind guesses the
+ * caller from the frame pointer or the word on top of the stack.  A guess
+ * that lands in code with call-frame information is taken (hand-written
+ * assembly that keeps a frame pointer); one that lands in such code again
+ * ends the chain: V8's frames make it wrong at every step, hundreds of
+ * steps per fault, none matching the last chain.  libunwind's x86-64
+ * answers a made-up one-byte procedure there instead of an error.  The
+ * lookup costs as much as a step, and a recursion's frames share a return
+ * address: the answers are remembered for the walk.
+ */
+static bool has_cfi(struct walk *w, uintptr_t ip)
+{
+    unsigned i = (unsigned)((ip ^ ip >> 7) % CFI_KNOWN);
+    unw_proc_info_t pi;
+    bool cfi;
+
+    if (w->cfi_ip[i] == ip)
+        return w->cfi >> i & 1;
+    cfi = unw_get_proc_info(&w->u.c, &pi) == 0 &&
+          !(pi.format == UNW_INFO_FORMAT_DYNAMIC && pi.end_ip == pi.start_ip + 1);
+    w->cfi_ip[i] = ip;
+    w->cfi = (w->cfi & ~(1u << i)) | (uint32_t)cfi << i;
+    return cfi;
+}
+
+/*
+ * The next frame, outwards; false at the end of the chain.  The outermost
+ * frames (_start, clone's child) have call-frame information that says so:
+ * a chain that ends after a frame without any ends with callers unknown.
+ */
 static bool walk_next(struct walk *w, struct vms_trace_frame *f)
 {
     unw_word_t ip, sp;
+    bool cfi;
 
+    w->cut = w->guessed;
     if (!w->first && unw_step(&w->u.c) <= 0)
         return false;
     if (unw_get_reg(&w->u.c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&w->u.c, UNW_REG_SP, &sp) < 0 || ip == 0)
         return false;
     if (!w->first && (sp <= w->prev || sp > w->hi))
         return false; /* a broken or foreign stack: the chain ends here */
+    cfi = has_cfi(w, ip);
+    if (!cfi && w->guessed)
+        return false;
+    w->guessed = !cfi;
+    w->cut = false;
     w->first = false;
     w->prev = sp;
     *f = (struct vms_trace_frame){ip, sp};
@@ -342,6 +388,8 @@ static uint32_t record(struct task *t, ucontext_t *uc)
         for (n = base; n - base < k && n < t->cap; n++)
             t->buf[n] = seen[k - 1 - (n - base)];
     }
+    if (!base) /* else the outer frames, and where they end, are the last chain's */
+        t->cut = w.cut;
     if (n == 0)
         t->buf[n++] = (struct vms_trace_frame){vms__uc_pc(uc), vms__uc_sp(uc)};
     t->n = n;
@@ -787,6 +835,7 @@ static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
         *c = (struct vms_trace_chain){.who = t->who, .lo = t->lo, .hi = t->hi, .n = n, .f = f,
                                       .depth = n ? t->hi - f[0].sp : 0, .faults = t->faults,
                                       .count = 1, .running = running, .main = t->grows, .ret = t->inner_ret,
+                                      .cut = t->cut,
                                       .depth_warned = t->depth_warned, .lost = t->lost,
                                       .signal_lost = t->signal_lost};
         /*
@@ -856,7 +905,8 @@ static void keep_result(struct vms_trace_chain *c)
  */
 static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_chain *c)
 {
-    struct vms_dead_args a = {.lo = t->lo, .hi = t->hi, .clobbered = clobbered, .rec = t->buf, .nrec = t->n};
+    struct vms_dead_args a = {.lo = t->lo, .hi = t->hi, .clobbered = clobbered, .rec = t->buf, .nrec = t->n,
+                              .rec_cut = t->cut};
     size_t cap;
 
     if (!(a.lowest = vms__dead_lowest(t->lo, clobbered)) || a.lowest >= t->floor)
@@ -870,7 +920,7 @@ static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_ch
                                   .depth_warned = t->depth_warned, .lost = t->lost, .signal_lost = t->signal_lost};
     if (!(c->f = malloc(cap * sizeof *c->f)))
         return false;
-    c->n = vms__dead_chain(&a, c->f, (uint32_t)cap, &c->partial, &c->gap);
+    c->n = vms__dead_chain(&a, c->f, (uint32_t)cap, &c->partial, &c->gap, &c->cut);
     c->depth = t->hi - c->f[0].sp; /* the deepest function's whole frame (see deadstack.c) */
     return true;
 }

@@ -87,6 +87,7 @@ struct vms_dead_args {
     uintptr_t clobbered;         /* words at and above may have been written by our own code */
     const struct vms_trace_frame *rec; /* the chain the tripwires recorded, outermost first */
     uint32_t nrec;
+    bool rec_cut;                /* rec[0]'s code has no call-frame information: its callers are unknown */
 };
 /*
  * The deepest chain still on the dead stack, innermost first, into f (cap
@@ -98,11 +99,13 @@ struct vms_dead_args {
  * joined the recorded chain (later calls overwrote it, it reached JIT
  * code, or the scan ran out of time); the recorded callers above the lost
  * frames, when their chain passes through the kept ones, follow from
- * f[*gap] on.  Thread-safe: tasks that end together scan in parallel.
+ * f[*gap] on.  *cut: it is whole but ends, as the recorded one did, at
+ * code without call-frame information, whose callers are unknown.
+ * Thread-safe: tasks that end together scan in parallel.
  * Returns the number of frames, 0 when lowest is 0.
  */
 uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
-                         uint32_t *gap);
+                         uint32_t *gap, bool *cut);
 /*
  * Runs fn(arg, sp) on the calling thread's alternate signal stack, sp
  * being the lowest address of the current stack that code of ours may
@@ -123,6 +126,7 @@ struct vms_trace_chain {
     bool exact;                   /* depth is the dead-stack scan's; else the tripwires' (running tasks) */
     bool partial;                 /* the chain at that depth was overwritten before it could be joined */
     uint32_t gap;                 /* partial: frames lost before f[gap] (recorded callers from there) */
+    bool cut;                     /* f[n - 1]'s code has no call-frame information: its callers are unknown */
     bool running, main, depth_warned, lost, signal_lost;
 };
 

@@ -215,15 +215,19 @@ static uint32_t repeats(const struct vms_trace_frame *fr, uint32_t i, uint32_t n
 
 /*
  * The table of n frames (innermost first) out of a chain of total; hi is
- * the stack's top.  A chain cut short gives its last kept frame no size.
+ * the stack's top.  A chain cut short, or whose outermost frame's callers
+ * are unknown (overwritten, or code without call-frame information:
+ * `cut`), gives its last frame no size.
  * Recursion is folded as in the overflow report: the first of FOLD_MIN
  * or more identical frames is printed, then one line for the rest, and
  * the numbering goes on as if they had been printed.
  */
 #define FOLD_MIN 3
 static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                      uintptr_t hi, bool first_ret, uint32_t gap)
+                      uintptr_t hi, bool first_ret, uint32_t gap, bool cut)
 {
+    bool open_end = n < total || gap == n || cut;
+
     fprintf(f, "        Depth    Size   Location    (%u entries)\n"
                "        -----    ----   --------\n",
             total);
@@ -232,7 +236,7 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
         uint32_t more;
         if (i == gap)
             fprintf(f, "     ... (frames lost here: overwritten by later calls; the callers as the tripwires saw them)\n");
-        if (i + 1 == n && n < total)
+        if (i + 1 == n && open_end)
             fprintf(f, "%3u) %8lu       ?   ", i, (unsigned long)(hi - fr[i].sp));
         else
             fprintf(f, "%3u) %8lu   %5lu   ", i, (unsigned long)(hi - fr[i].sp), (unsigned long)(above - fr[i].sp));
@@ -246,6 +250,9 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
         fprintf(f, "     ... %u more entries\n", total - n);
     else if (gap == n)
         fprintf(f, "     ... (the rest was overwritten by later calls)\n");
+    else if (cut)
+        fprintf(f, "     ... (callers unknown: this code has no call-frame information, as JIT-compiled code and a "
+                   "runtime's hand-written builtins have none)\n");
 }
 
 /* The name of the function at addr; else "module+0xoffset", or the address. */
@@ -302,7 +309,7 @@ static void put_result(FILE *f, struct symbolizer *z, const struct vms_trace_cha
         fprintf(f, "  (a signal could not be delivered next to the tripwire and was lost)\n");
     if (c->depth_warned)
         fprintf(f, "  WARNING: passed --warn-depth %u%% of its stack\n", vms__trace_options()->warn_depth);
-    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX);
+    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX, c->cut);
 }
 
 static void put_warnings(FILE *f, struct symbolizer *z)
@@ -317,7 +324,7 @@ static void put_warnings(FILE *f, struct symbolizer *z)
         fprintf(f, "  on ");
         put_task(f, z, &w[i].who, w[i].who.start == NULL);
         fprintf(f, ", reached by:\n");
-        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX);
+        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX, false);
     }
     free(w);
 }
@@ -391,8 +398,9 @@ static void json_place(struct vms_json *j, Dwfl *d, uintptr_t ip, bool ret)
 }
 
 /* The entries as the text's rows, unfolded; size null where the text prints '?'. */
+/* As put_chain: size null where it is not known. */
 static void json_frames(struct vms_json *j, Dwfl *d, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                        uintptr_t hi, bool first_ret)
+                        uintptr_t hi, bool first_ret, bool open_end)
 {
     vms__json_key(j, "entries");
     vms__json_uint(j, total);
@@ -403,7 +411,7 @@ static void json_frames(struct vms_json *j, Dwfl *d, const struct vms_trace_fram
         vms__json_key(j, "depth");
         vms__json_uint(j, hi - fr[i].sp);
         vms__json_key(j, "size");
-        if (i + 1 == n && n < total)
+        if (i + 1 == n && (n < total || open_end))
             vms__json_null(j);
         else
             vms__json_uint(j, (i + 1 < n ? fr[i + 1].sp : hi) - fr[i].sp);
@@ -453,13 +461,15 @@ static void json_chain(struct vms_json *j, Dwfl *d, const struct vms_trace_chain
     vms__json_bool(j, c->partial);
     vms__json_key(j, "frames_lost_before");
     c->partial ? vms__json_uint(j, c->gap) : vms__json_null(j);
+    vms__json_key(j, "callers_unknown");
+    vms__json_bool(j, c->cut);
     vms__json_key(j, "window_lost");
     vms__json_bool(j, c->lost);
     vms__json_key(j, "signal_lost");
     vms__json_bool(j, c->signal_lost);
     vms__json_key(j, "depth_warned");
     vms__json_bool(j, c->depth_warned);
-    json_frames(j, d, c->f, c->n, c->n, c->hi, c->ret);
+    json_frames(j, d, c->f, c->n, c->n, c->hi, c->ret, (c->partial && c->gap == c->n) || c->cut);
     vms__json_obj_end(j);
 }
 
@@ -491,7 +501,7 @@ void vms__trace_json(struct vms_json *j, const char *why)
         vms__json_key(j, "warn_frame");
         vms__json_uint(j, vms__trace_options()->warn_frame);
         json_task(j, d, &w[i].who, w[i].who.start == NULL);
-        json_frames(j, d, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret);
+        json_frames(j, d, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, false);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
