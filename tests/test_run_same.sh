@@ -241,14 +241,21 @@ sigign)
 alive
 alive
 parent" ] || fail "plain: $(cat "$tmp/set.plain" "$tmp/inherited.plain" "$tmp/passed.plain")"
-    # The same through execl, execlp and execle, whose argv glibc builds past the other exec calls.
+    # The same through execl, execlp and execle, whose argv glibc builds past the other exec calls,
+    # and through system and popen, which spawn past them.
     for l in l lp le; do
         each exec$l "$bin/run_execl" $l
         same exec$l
     done
-    [ "$(cat "$tmp/execl.plain" "$tmp/execlp.plain" "$tmp/execle.plain")" = "alive environ
+    for l in system popen; do
+        each $l "$bin/run_execl" $l
+        same $l
+    done
+    [ "$(cat "$tmp/execl.plain" "$tmp/execlp.plain" "$tmp/execle.plain" "$tmp/system.plain" "$tmp/popen.plain")" = "alive environ
 alive environ
-alive execle" ] || fail "plain: $(cat "$tmp/execl.plain" "$tmp/execlp.plain" "$tmp/execle.plain")"
+alive execle
+alive environ
+alive environ" ] || fail "plain: $(cat "$tmp/execl.plain" "$tmp/execlp.plain" "$tmp/execle.plain" "$tmp/system.plain" "$tmp/popen.plain")"
     ;;
 java_xcheck)
     # The JVM checks that its signal handlers stay as it set them: no warning, as plain.

@@ -35,6 +35,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -277,6 +279,38 @@ VMS_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_ac
                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     EXEC_WRAP(posix_spawnp, pid, file, fa, attr, argv, vms__run_exec_env(&e, envp));
+}
+
+/*
+ * system and popen spawn through glibc's internal posix_spawn, past the
+ * wrapper above.  system's SIG_IGN is held until its command ends: an
+ * overflow in another thread meanwhile ends the process as plain (the
+ * kernel kills a thread whose fault is ignored), without the report.
+ */
+VMS_API int system(const char *command)
+{
+    static __typeof__(system) *real;
+    int rc;
+
+    if (!real)
+        real = (__typeof__(system) *)dlsym(RTLD_NEXT, "system");
+    exec_prepare();
+    rc = real(command);
+    exec_done();
+    return rc;
+}
+
+VMS_API FILE *popen(const char *command, const char *type)
+{
+    static __typeof__(popen) *real;
+    FILE *f;
+
+    if (!real)
+        real = (__typeof__(popen) *)dlsym(RTLD_NEXT, "popen");
+    exec_prepare();
+    f = real(command, type);
+    exec_done();
+    return f;
 }
 
 /*
