@@ -229,6 +229,12 @@ sigaction)
         "$tmp/sa.plain" || fail "glibc itself reads back otherwise: $(cat "$tmp/sa.plain")"
     tail -n 1 "$tmp/sa.plain" | grep -qx 'a sent SIGSEGV was ignored' || fail "plain: $(cat "$tmp/sa.plain")"
     ;;
+sigset)
+    # bsd_signal, ssignal, sysv_signal, sigset, sigignore and siginterrupt: glibc's go past sigaction.
+    each sigset "$bin/run_sigset"
+    same sigset
+    [ "$(grep -c 'caught [1-9]' "$tmp/sigset.plain")" = 9 ] || fail "plain: $(cat "$tmp/sigset.plain")"
+    ;;
 sigign)
     # SIG_IGN set by the program, inherited across the exec into it, and passed on to what it executes.
     each set sh -c 'trap "" SEGV; kill -SEGV $$; echo alive'

@@ -380,3 +380,81 @@ VMS_API __sighandler_t signal(int sig, __sighandler_t handler)
         return SIG_ERR;
     return old.sa_handler;
 }
+
+/*
+ * The other ways to set a disposition call glibc's internal sigaction,
+ * past the one above: they would replace vmstack's handler unseen (the
+ * program's read back as it was, its overflows unreported).  Each is
+ * glibc's, through the interposed sigaction.
+ */
+VMS_API __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+    return signal(sig, handler);
+}
+
+VMS_API __sighandler_t ssignal(int sig, __sighandler_t handler)
+{
+    return signal(sig, handler);
+}
+
+/* One-shot, not blocked while it runs: System V's semantics. */
+VMS_API __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+    struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER }, old;
+
+    if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, &old) ? SIG_ERR : old.sa_handler;
+}
+
+VMS_API __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
+{
+    return sysv_signal(sig, handler);
+}
+
+/* SIG_HOLD blocks the signal; any other disposition is set, and unblocks it.  The old one, SIG_HOLD if blocked. */
+VMS_API __sighandler_t sigset(int sig, __sighandler_t disp)
+{
+    struct sigaction sa = { .sa_handler = disp }, old;
+    sigset_t set, was;
+
+    sigemptyset(&set);
+    if (sigaddset(&set, sig))
+        return SIG_ERR;
+    if (disp == SIG_HOLD) {
+        if (sigprocmask(SIG_BLOCK, &set, &was))
+            return SIG_ERR;
+        if (sigismember(&was, sig))
+            return SIG_HOLD;
+        return sigaction(sig, NULL, &old) ? SIG_ERR : old.sa_handler;
+    }
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &old) || sigprocmask(SIG_UNBLOCK, &set, &was))
+        return SIG_ERR;
+    return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+VMS_API int sigignore(int sig)
+{
+    struct sigaction sa = { .sa_handler = SIG_IGN };
+
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, NULL);
+}
+
+/* glibc also keeps a set of such signals for sigvec, which no program linked today can call. */
+VMS_API int siginterrupt(int sig, int interrupt)
+{
+    struct sigaction sa;
+
+    if (sigaction(sig, NULL, &sa))
+        return -1;
+    if (interrupt)
+        sa.sa_flags &= ~SA_RESTART;
+    else
+        sa.sa_flags |= SA_RESTART;
+    return sigaction(sig, &sa, NULL);
+}
