@@ -19,3 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# The gdb extension's check under qemu's gdb stub; without it, the check
+# says it is skipped.
+if ! command -v gdb-multiarch > /dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq gdb-multiarch > /dev/null 2>&1 ||
+    echo "gdb-multiarch could not be installed: the gdb extension's aarch64 check will be skipped"
+fi

@@ -176,6 +176,34 @@ echo "$last" | grep -Eq '^ *[0-9]+\) +[0-9]+ +\? +nocfi_enter\+' &&
     grep -q '^     \.\.\. (callers unknown: ' "$tmp/chain" &&
     grep -Eq '^ +\.\.\. [0-9]+ more entries of the same [0-9]+-byte frame$' "$tmp/chain" ||
     { echo "FAIL: trace nocfi: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
+# The gdb extension on a live aarch64 process, through qemu's gdb stub
+# (gdb-multiarch): test_gdb.sh's live checks of the fibers, their frames
+# and groups.  The stub cannot read thread-local storage, so no fiber is
+# matched to its thread there (the Thread column says '?', the running one
+# reads as runnable); gdb on arm64 itself reads it through libthread_db.
+if command -v gdb-multiarch > /dev/null; then
+    port=$((20000 + $$ % 20000))
+    timeout 300 qemu-aarch64 -g "$port" "$dir/tests/gdb_fibers" live > "$tmp/gdb.out" 2>&1 &
+    qpid=$!
+    sleep 1
+    timeout 300 gdb-multiarch -batch -nx -iex 'set debuginfod enabled off' -iex "set sysroot $QEMU_LD_PREFIX" \
+        -iex "source gdb/vmstack-gdb.py" -ex "target remote :$port" -ex 'break gdb_fibers_stop' -ex continue \
+        -ex 'info vmstack-fibers' -ex 'vmstack-fiber 2' -ex 'info vmstack-fibers --group' -ex continue \
+        "$dir/tests/gdb_fibers" > "$tmp/gdb.log" 2>&1 || true
+    wait "$qpid" || true
+    bad=$(awk '$2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
+                if ($3 != "parked" || $0 !~ (" " want " at ")) print }' "$tmp/gdb.log" | head -3)
+    echo "gdb extension: $(grep -c '^  [0-9]* *waiter-' "$tmp/gdb.log") waiters listed; $(grep '^1001 fibers in' "$tmp/gdb.log")"
+    grep -q '^1001 fibers$' "$tmp/gdb.log" && [ "$(grep -c '^  [0-9]* *waiter-' "$tmp/gdb.log")" = 1000 ] &&
+        [ -z "$bad" ] && grep -q '^1001 fibers in 4 groups$' "$tmp/gdb.log" &&
+        awk '/^fiber 2 .waiter-1/ { on = 1; next } on && /^#/ { print } on && !/^#/ { on = 0 }' "$tmp/gdb.log" |
+            grep -q ' wait_b (' &&
+        grep -q '^gdb_fibers: all fibers ended$' "$tmp/gdb.out" ||
+        { echo "FAIL: gdb extension: ${bad:-}"; head -40 "$tmp/gdb.log"; fails=$((fails + 1)); }
+else
+    echo "skipped: the gdb extension under qemu's gdb stub (no gdb-multiarch)"
+fi
 [ "$fails" = 0 ] || exit 1
 
 # Branch protection forced on (BTI, pac-ret; AUTO leaves it off with
