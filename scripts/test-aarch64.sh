@@ -193,12 +193,12 @@ if command -v gdb-multiarch > /dev/null; then
         "$dir/tests/gdb_fibers" > "$tmp/gdb.log" 2>&1 || true
     wait "$qpid" || true
     bad=$(awk '$2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
-                if ($3 != "parked" || $0 !~ (" " want " at ")) print }' "$tmp/gdb.log" | head -3)
+                if (($3 != "parked" || $0 !~ (" " want " at ")) && n++ < 3) print }' "$tmp/gdb.log")
     echo "gdb extension: $(grep -c '^  [0-9]* *waiter-' "$tmp/gdb.log") waiters listed; $(grep '^1001 fibers in' "$tmp/gdb.log")"
     grep -q '^1001 fibers$' "$tmp/gdb.log" && [ "$(grep -c '^  [0-9]* *waiter-' "$tmp/gdb.log")" = 1000 ] &&
         [ -z "$bad" ] && grep -q '^1001 fibers in 4 groups$' "$tmp/gdb.log" &&
         awk '/^fiber 2 .waiter-1/ { on = 1; next } on && /^#/ { print } on && !/^#/ { on = 0 }' "$tmp/gdb.log" |
-            grep -q ' wait_b (' &&
+            grep ' wait_b (' > /dev/null &&
         grep -q '^gdb_fibers: all fibers ended$' "$tmp/gdb.out" ||
         { echo "FAIL: gdb extension: ${bad:-}"; head -40 "$tmp/gdb.log"; fails=$((fails + 1)); }
 else
