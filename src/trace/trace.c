@@ -96,6 +96,7 @@ enum { FREE = 0, BUSY, LIVE };
 /* A traced task.  The handler reaches its own through `self`, others' by scanning. */
 struct task {
     _Atomic int state;           /* first: the rest is the body, filled in while the state says BUSY */
+    _Atomic unsigned readers;    /* threads copying the chain: its buffer is not unmapped under them */
     _Atomic uintptr_t wire;      /* the top (end) of the tripwire window; 0: none */
     _Atomic uintptr_t moving;    /* top of the window being removed, still a tripwire */
     uintptr_t lo, hi;
@@ -123,6 +124,7 @@ struct task {
 
 #define TASK_BODY offsetof(struct task, wire)
 _Static_assert(offsetof(struct task, state) == 0, "the state is not part of a task's body");
+_Static_assert(offsetof(struct task, readers) < TASK_BODY, "the readers are not part of a task's body");
 
 /* A frame warning slot: claimed by its function's address, published by ready. */
 struct warn_slot {
@@ -850,6 +852,23 @@ static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
     }
 }
 
+/*
+ * A copy of a live task's chain, from another thread: the task may end
+ * meanwhile, and task_close waits for readers before it unmaps the chain.
+ */
+static bool read_live(struct task *t, struct vms_trace_chain *c)
+{
+    bool ok = false;
+
+    if (atomic_load_explicit(&t->state, memory_order_acquire) != LIVE || !t->n)
+        return false;
+    atomic_fetch_add_explicit(&t->readers, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&t->state, memory_order_seq_cst) == LIVE && t->n)
+        ok = snapshot(t, c, true);
+    atomic_fetch_sub_explicit(&t->readers, 1, memory_order_release);
+    return ok;
+}
+
 static uintptr_t chain_depth(const struct vms_trace_chain *c)
 {
     return c->depth;
@@ -944,6 +963,10 @@ static void task_close(struct task *t, uintptr_t sp)
     }
     else
         atomic_fetch_add_explicit(&quiet_ended, 1, memory_order_relaxed);
+    /* No new reader once BUSY; sequentially consistent with read_live's pair, so neither misses the other. */
+    atomic_store_explicit(&t->state, BUSY, memory_order_seq_cst);
+    while (atomic_load_explicit(&t->readers, memory_order_seq_cst))
+        sched_yield();
     munmap(t->buf, (t->cap + NEW_FRAMES) * sizeof *t->buf);
     atomic_store_explicit(&t->state, FREE, memory_order_release);
 }
@@ -1092,7 +1115,7 @@ size_t vms__trace_collect(struct vms_trace_chain **out)
     pthread_mutex_unlock(&results_lock);
     for (int i = 0; i < used; i++) {
         struct task *t = &tasks[i];
-        if (atomic_load_explicit(&t->state, memory_order_acquire) == LIVE && t->n && snapshot(t, &c[n], true))
+        if (read_live(t, &c[n]))
             n++;
     }
     for (size_t i = 0; own_code() && i < n; i++)
