@@ -349,7 +349,7 @@ VMS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *
 
     resolve();
     if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
-        vms__trace_prefault(); /* see trace/trace.h */
+        vms__trace_prefault(VMS_PREFAULT_THREAD); /* see trace/trace.h */
     if (!active || !(t = calloc(1, sizeof *t)))
         return vms__pthread.create(thread, attr, fn, arg);
     *t = (struct run_thread){ .fn = fn, .arg = arg, .reg = -1, .count = 1 };

@@ -205,16 +205,24 @@ static bool ignored(const struct sigaction *sa)
  * The kernel keeps SIG_IGN across exec, and resets handlers: for the
  * program's SIG_IGN to reach what it executes, the kernel must hold it at
  * the exec.  Undone when the exec fails, or for a spawn, once the child is
- * started.
+ * started.  Meanwhile a tripwire fault of the tracer would kill: the call
+ * must find its pages touched already.
  */
 static void exec_prepare(void)
 {
+    bool touched = false;
+
     resolve();
     if (!atomic_load_explicit(&chained, memory_order_acquire))
         return;
-    for (int i = 0; i < 2; i++)
-        if (ignored(&prog[i]))
-            real_sigaction(i ? SIGBUS : SIGSEGV, &prog[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        if (!ignored(&prog[i]))
+            continue;
+        if (!touched && atomic_load_explicit(&vms__trace_armed, memory_order_acquire))
+            vms__trace_prefault(VMS_PREFAULT_SPAWN);
+        touched = true;
+        real_sigaction(i ? SIGBUS : SIGSEGV, &prog[i], NULL);
+    }
 }
 
 static void exec_done(void)

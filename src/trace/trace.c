@@ -85,7 +85,6 @@
 #define MAX_FRAMES ((size_t)1 << 20)
 #define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
 #define WARN_MAX 64            /* distinct functions reported by --warn-frame */
-#define PREFAULT_BYTES (4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
 #define WINDOW_MIN ((size_t)64 << 10) /* a stack with a smaller guard (glibc's 4 KiB) still gets this window */
 /* A signal frame with this machine's vector state (vms__g.sigframe, once initialised). */
 #define SIGFRAME_ROOM ((uintptr_t)(vms__g.sigframe ? vms__g.sigframe : VMS_SIGFRAME_MIN))
@@ -522,7 +521,8 @@ static void check_depth(struct task *t, uintptr_t used)
 /*
  * vms__trace_prefault's own frame is none of the program's: the chain
  * starts at its caller.  The pages it touched are the program's to use
- * next (pthread_create), so the depth stays within PREFAULT_BYTES and a
+ * next (pthread_create, an exec or spawn), so the depth stays within the
+ * bytes it touched (VMS_PREFAULT_THREAD, VMS_PREFAULT_SPAWN) and a
  * page of the truth there.
  */
 static void drop_prefault(struct task *t)
@@ -1006,15 +1006,22 @@ void vms__trace_fiber_end(const struct vms_fiber_desc *f)
 /*
  * Reads, never writes: the pages stay zero, so the dead-stack scan does not
  * count them as the program's.  Reading raw stack below our frame: not
- * instrumented.
+ * instrumented.  On a stack that is not the thread's own (a fiber's), whose
+ * bottom is not known here, no further than VMS_PREFAULT_THREAD.
  */
-__attribute__((noinline, no_sanitize_address)) void vms__trace_prefault(void)
+__attribute__((noinline, no_sanitize_address)) void vms__trace_prefault(size_t bytes)
 {
     const volatile char *frame = __builtin_frame_address(0);
+    uintptr_t at = (uintptr_t)frame, floor;
+    struct task *t = self;
 
+    if (t && at > t->lo + vms__g.page && at <= t->hi)
+        floor = at - (t->lo + vms__g.page) < bytes ? t->lo + vms__g.page : at - bytes;
+    else
+        floor = at - (bytes < VMS_PREFAULT_THREAD ? bytes : VMS_PREFAULT_THREAD);
     /* Downwards, a line at a time: never past the window without touching it. */
     vms__san_quiet_begin();
-    for (size_t i = 64; i <= PREFAULT_BYTES; i += 64)
+    for (size_t i = 64; at - i >= floor; i += 64)
         (void)frame[-(ptrdiff_t)i];
     vms__san_quiet_end();
 }

@@ -63,11 +63,16 @@ void vms__trace_end(void);
 void vms__trace_fiber_start(const struct vms_fiber_desc *f);
 void vms__trace_fiber_end(const struct vms_fiber_desc *f);
 /*
- * Touches a few pages below the caller's frame, so that a libc call that
- * blocks all signals (pthread_create) cannot be the first to reach a new
- * page: a tripwire fault with SIGSEGV blocked kills the process.
+ * Touches the pages of up to `bytes` below the caller's frame (never the
+ * thread's bottom page), so that a libc call cannot be the first to reach
+ * a new page while a tripwire fault would kill the process: one that
+ * blocks all signals (pthread_create), or one made while the program's
+ * SIG_IGN for SIGSEGV is in the kernel (exec, spawn, system, popen).
+ * Beyond VMS_PREFAULT_THREAD only on the calling thread's own stack.
  */
-void vms__trace_prefault(void);
+#define VMS_PREFAULT_THREAD ((size_t)4 << 10) /* glibc's pthread_create uses under 2 KiB with signals blocked */
+#define VMS_PREFAULT_SPAWN ((size_t)32 << 10) /* system() under AddressSanitizer, with room */
+void vms__trace_prefault(size_t bytes);
 
 /* One frame of a chain: return address (the faulting ip for entry 0) and stack pointer. */
 struct vms_trace_frame {
