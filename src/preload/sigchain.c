@@ -210,19 +210,14 @@ static bool ignored(const struct sigaction *sa)
  */
 static void exec_prepare(void)
 {
-    bool touched = false;
-
     resolve();
-    if (!atomic_load_explicit(&chained, memory_order_acquire))
+    if (!atomic_load_explicit(&chained, memory_order_acquire) || !(ignored(&prog[0]) || ignored(&prog[1])))
         return;
-    for (int i = 0; i < 2; i++) {
-        if (!ignored(&prog[i]))
-            continue;
-        if (!touched && atomic_load_explicit(&vms__trace_armed, memory_order_acquire))
-            vms__trace_prefault(VMS_PREFAULT_SPAWN);
-        touched = true;
-        real_sigaction(i ? SIGBUS : SIGSEGV, &prog[i], NULL);
-    }
+    if (atomic_load_explicit(&vms__trace_armed, memory_order_acquire))
+        vms__trace_prefault(VMS_PREFAULT_SPAWN);
+    for (int i = 0; i < 2; i++)
+        if (ignored(&prog[i]))
+            real_sigaction(i ? SIGBUS : SIGSEGV, &prog[i], NULL);
 }
 
 static void exec_done(void)

@@ -823,8 +823,8 @@ void vms__trace_fiber_start(const struct vms_fiber_desc *f)
         task_start(t, (uintptr_t)f->top, page_floor((uintptr_t)f->top) - vms__g.page);
 }
 
-/* Copies t's chain (seqlock: retried while the handler writes it); false when out of memory. */
-static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
+/* Copies t's chain, running (seqlock: retried while the handler writes it); false when out of memory. */
+static bool snapshot(struct task *t, struct vms_trace_chain *c)
 {
     for (;;) {
         unsigned s = atomic_load_explicit(&t->seq, memory_order_acquire);
@@ -836,7 +836,7 @@ static bool snapshot(struct task *t, struct vms_trace_chain *c, bool running)
             f[i] = t->buf[n - 1 - i];
         *c = (struct vms_trace_chain){.who = t->who, .lo = t->lo, .hi = t->hi, .n = n, .f = f,
                                       .depth = n ? t->hi - f[0].sp : 0, .faults = t->faults,
-                                      .count = 1, .running = running, .main = t->grows, .ret = t->inner_ret,
+                                      .count = 1, .running = true, .main = t->grows, .ret = t->inner_ret,
                                       .cut = t->cut,
                                       .depth_warned = t->depth_warned, .lost = t->lost,
                                       .signal_lost = t->signal_lost};
@@ -864,7 +864,7 @@ static bool read_live(struct task *t, struct vms_trace_chain *c)
         return false;
     atomic_fetch_add_explicit(&t->readers, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&t->state, memory_order_seq_cst) == LIVE && t->n)
-        ok = snapshot(t, c, true);
+        ok = snapshot(t, c);
     atomic_fetch_sub_explicit(&t->readers, 1, memory_order_release);
     return ok;
 }

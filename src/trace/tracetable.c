@@ -223,10 +223,17 @@ static uint32_t repeats(const struct vms_trace_frame *fr, uint32_t i, uint32_t n
  * the numbering goes on as if they had been printed.
  */
 #define FOLD_MIN 3
+
+/* Whether the last of n frames has no known size: the chain cut short, its rest overwritten, its callers unknown. */
+static bool open_end(uint32_t n, uint32_t total, uint32_t gap, bool cut)
+{
+    return n < total || gap == n || cut;
+}
+
 static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
                       uintptr_t hi, bool first_ret, uint32_t gap, bool cut)
 {
-    bool open_end = n < total || gap == n || cut;
+    bool unknown = open_end(n, total, gap, cut);
 
     fprintf(f, "        Depth    Size   Location    (%u entries)\n"
                "        -----    ----   --------\n",
@@ -236,7 +243,7 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
         uint32_t more;
         if (i == gap)
             fprintf(f, "     ... (frames lost here: overwritten by later calls; the callers as the tripwires saw them)\n");
-        if (i + 1 == n && open_end)
+        if (i + 1 == n && unknown)
             fprintf(f, "%3u) %8lu       ?   ", i, (unsigned long)(hi - fr[i].sp));
         else
             fprintf(f, "%3u) %8lu   %5lu   ", i, (unsigned long)(hi - fr[i].sp), (unsigned long)(above - fr[i].sp));
@@ -398,9 +405,8 @@ static void json_place(struct vms_json *j, Dwfl *d, uintptr_t ip, bool ret)
 }
 
 /* The entries as the text's rows, unfolded; size null where the text prints '?'. */
-/* As put_chain: size null where it is not known. */
 static void json_frames(struct vms_json *j, Dwfl *d, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                        uintptr_t hi, bool first_ret, bool open_end)
+                        uintptr_t hi, bool first_ret, uint32_t gap, bool cut)
 {
     vms__json_key(j, "entries");
     vms__json_uint(j, total);
@@ -411,7 +417,7 @@ static void json_frames(struct vms_json *j, Dwfl *d, const struct vms_trace_fram
         vms__json_key(j, "depth");
         vms__json_uint(j, hi - fr[i].sp);
         vms__json_key(j, "size");
-        if (i + 1 == n && (n < total || open_end))
+        if (i + 1 == n && open_end(n, total, gap, cut))
             vms__json_null(j);
         else
             vms__json_uint(j, (i + 1 < n ? fr[i + 1].sp : hi) - fr[i].sp);
@@ -469,7 +475,7 @@ static void json_chain(struct vms_json *j, Dwfl *d, const struct vms_trace_chain
     vms__json_bool(j, c->signal_lost);
     vms__json_key(j, "depth_warned");
     vms__json_bool(j, c->depth_warned);
-    json_frames(j, d, c->f, c->n, c->n, c->hi, c->ret, (c->partial && c->gap == c->n) || c->cut);
+    json_frames(j, d, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX, c->cut);
     vms__json_obj_end(j);
 }
 
@@ -501,7 +507,7 @@ void vms__trace_json(struct vms_json *j, const char *why)
         vms__json_key(j, "warn_frame");
         vms__json_uint(j, vms__trace_options()->warn_frame);
         json_task(j, d, &w[i].who, w[i].who.start == NULL);
-        json_frames(j, d, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, false);
+        json_frames(j, d, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX, false);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
