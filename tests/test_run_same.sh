@@ -52,10 +52,9 @@ getattr)
     done
     ;;
 attr_usable)
-    # For each stack and guard size asked: the size and guard read back are plain's; for a size
-    # that is a stack class (16K, 512K, 1M, the default 8M: README, "Limits, honestly"), the
-    # bottom read back is page aligned and writable, and vmstack's guard is right below it,
-    # whatever guard was asked (0 included).
+    # For each stack and guard size asked: the size, guard and usable bytes read back are plain's,
+    # the bottom read back is page aligned and writable (glibc cuts 100000 down to 99968 from its
+    # top), and vmstack's guard is right below it, whatever guard was asked (0 included).
     each usable "$bin/run_attr_usable"
     [ "$(cat "$tmp/usable.plain.rc")" = 0 ] && [ "$(grep -c ' aligned writable' "$tmp/usable.plain")" = 17 ] ||
         fail "plain: $(cat "$tmp/usable.plain" "$tmp/usable.plain.err")"
@@ -70,8 +69,8 @@ attr_usable)
                 half = NF / 2
                 ps = field("size", 1); rs = field("size", half + 1)
                 if ($(ps + 1) != $(rs + 1) || $(ps + 3) != $(rs + 3)) bad = bad "\n" $0 ": size or guard read back differs"
-                ru = field("usable", half + 1)
-                if ($(ps + 1) == 99968) next
+                pu = field("usable", 1); ru = field("usable", half + 1)
+                if ($(pu + 1) != $(ru + 1)) bad = bad "\n" $0 ": usable bytes differ"
                 if ($(ru + 2) != "aligned" || $(ru + 3) != "writable,") bad = bad "\n" $0 ": bottom not aligned or writable"
                 if ($NF != "guarded") bad = bad "\n" $0 ": no guard below the stack under " mode
                 if ($(ps + 3) > 0 && $(half) != "guarded") bad = bad "\n" $0 ": plain has no guard below it"
@@ -81,17 +80,16 @@ attr_usable)
     done
     ;;
 thread_depth_as_plain)
-    # A thread has as much stack below its start routine, down to the bottom it reads back, as
-    # plain (and not over a page more), for sizes that are a class (64K, 512K, the default 8M)
-    # and one that is not (100000).
+    # A thread has exactly as much stack below its start routine, down to the bottom it reads
+    # back, as plain, for sizes that are a class (64K, 512K, the default 8M) and one that is not
+    # (100000): the room the preload's static TLS takes is given back (preload.c, tls_room_init).
     each depth "$bin/run_depth"
     [ "$(cat "$tmp/depth.plain.rc")" = 0 ] && [ "$(grep -c ' usable [0-9]*$' "$tmp/depth.plain")" = 4 ] ||
         fail "plain: $(cat "$tmp/depth.plain" "$tmp/depth.plain.err")"
-    pg=$(getconf PAGESIZE)
     for mode in run trace; do
         [ "$(cat "$tmp/depth.$mode.rc")" = 0 ] || fail "$mode: exit $(cat "$tmp/depth.$mode.rc"): $(cat "$tmp/depth.$mode.err")"
-        paste -d ' ' "$tmp/depth.plain" "$tmp/depth.$mode" | awk -v pg="$pg" '
-            { p = $(NF / 2); r = $NF; if (r < p || r - p >= pg) bad = bad "\n" $0 ": usable " (r - p) " bytes off plain" }
+        paste -d ' ' "$tmp/depth.plain" "$tmp/depth.$mode" | awk '
+            { p = $(NF / 2); r = $NF; if (r != p) bad = bad "\n" $0 ": usable " (r - p) " bytes off plain" }
             END { if (NR != 4) bad = bad "\n" NR " lines"; if (bad) { print substr(bad, 2); exit 1 } }' > "$tmp/bad" ||
             fail "$mode (plain | $mode): $(cat "$tmp/bad")"
     done

@@ -47,6 +47,8 @@ struct vms_task {
     void *start;              /* the task's start routine, for reports */
     void *owner;              /* the thread's record in libvmstack-preload.so */
     bool detached;            /* a thread created detached or detached since: join says EINVAL */
+    size_t size;              /* the stack as its user sees it, [base, base + size), the slot's rest
+                                 above unused (a thread of 'vmstack run'); 0: the whole slot */
     vms_stack_overflow_fn on_overflow; /* a STACK's runtime ends its coroutine here */
     void *on_overflow_arg;
     /* A STACK's runtime (vms_stack_alloc_opts): */

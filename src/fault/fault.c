@@ -173,7 +173,7 @@ static bool runner_here(struct runner *r)
         return false;
     r->task = &s->task;
     r->lo = (uintptr_t)s->base;
-    r->hi = r->lo + loc.region->stack_size;
+    r->hi = r->lo + (s->task.size ? s->task.size : loc.region->stack_size);
     return true;
 }
 
@@ -237,6 +237,8 @@ static bool classify_slot(struct vms_fault *f, const struct vms_loc *loc)
     f->owned = (uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) == VMS_SLOT_LIVE;
     if (f->owned)
         f->owner = s->task;
+    if (f->owned && f->owner.size)
+        f->hi = f->lo + f->owner.size;
     return classify_guard(f, loc->where == VMS_AT_GUARD_BELOW);
 }
 
@@ -260,7 +262,7 @@ static bool classify_inner(struct vms_fault *f, const struct vms_loc *loc)
         return false;
     f->guard_lo = lo;
     f->lo = lo + f->owner.inner_len;
-    f->hi = base + r->stack_size;
+    f->hi = base + (f->owner.size ? f->owner.size : r->stack_size);
     f->owned = true;
     return classify_guard(f, true);
 }

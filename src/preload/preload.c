@@ -50,6 +50,9 @@ static _Atomic int resolved;
 static bool active;            /* vmstack initialised: threads go on its stacks */
 static size_t default_stack;   /* glibc's default thread stack size */
 static size_t tls_align = 64;  /* glibc's alignment of static TLS: at least its descriptor's 64 */
+static size_t tls_ours;        /* our own static TLS, in every thread's block */
+static size_t tls_room;        /* what it takes off a thread's stack: given back to every vmstack thread */
+static pthread_key_t ending;   /* its destructor ends a thread of the table (thread_finished) */
 
 static int (*real_timedjoin)(pthread_t, void **, const struct timespec *);
 static int (*real_clockjoin)(pthread_t, void **, clockid_t, const struct timespec *);
@@ -225,14 +228,44 @@ static size_t guard_asked(const pthread_attr_t *attr)
     return (guard + pg - 1) & ~(pg - 1);
 }
 
-static int tls_align_of(struct dl_phdr_info *info, size_t n, void *unused)
+/* The largest static TLS alignment, and the size of our own TLS (the module that holds tls_ours). */
+static int tls_layout_of(struct dl_phdr_info *info, size_t n, void *unused)
 {
+    uintptr_t me = (uintptr_t)&tls_ours;
+    bool ours = false;
+    size_t memsz = 0;
+
     (void)n;
     (void)unused;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_TLS && info->dlpi_phdr[i].p_align > tls_align)
-            tls_align = info->dlpi_phdr[i].p_align;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && me >= at && me - at < ph->p_memsz)
+            ours = true;
+        if (ph->p_type == PT_TLS) {
+            memsz = ph->p_memsz;
+            if (ph->p_align > tls_align)
+                tls_align = ph->p_align;
+        }
+    }
+    if (ours)
+        tls_ours = memsz;
     return 0;
+}
+
+/*
+ * glibc puts the static TLS of every module loaded at start, ours
+ * included, at the top of each thread's stack, and takes it off the size
+ * asked.  Every vmstack thread gets that much more stack, above the part
+ * the program sees (pthread_getattr_np), so that it goes exactly as deep
+ * as without vmstack.  Our block's size in whole alignment units is what
+ * it adds to the total: exact when the other modules' alignments are no
+ * larger, within one unit otherwise.
+ */
+static void tls_room_init(void)
+{
+    dl_iterate_phdr(tls_layout_of, NULL);
+    tls_room = (tls_ours + tls_align - 1) & ~(tls_align - 1);
 }
 
 /* Whether [lo, below) holds only zeros, so that the deepest non-zero word will be the thread's. */
@@ -302,41 +335,55 @@ static void thread_finished(void *p)
     vms__run_finished(t);
 }
 
+/*
+ * The start routine is called last, as a tail call, so that its frame is
+ * where glibc's start_thread would have put it (as deep as without
+ * vmstack, and no frame of ours in its backtraces).  The thread's end
+ * therefore comes from a key's destructor, which glibc runs however the
+ * thread ends: a return, pthread_exit or a cancellation.
+ */
 static void *run_entry(void *p)
 {
     struct run_thread *t = p;
-    void *ret;
 
     vms__thread_begin();
     thread_started(t, __builtin_frame_address(0));
-    /* Also runs when the thread calls pthread_exit or is cancelled. */
-    pthread_cleanup_push(thread_finished, t);
-    ret = t->fn(t->arg);
-    pthread_cleanup_pop(1);
-    return ret;
+    pthread_setspecific(ending, t);
+    return t->fn(t->arg);
 }
 
-/* On a vmstack stack; EINVAL when glibc will not take it (static TLS too large for it). */
+/*
+ * On a vmstack stack; EINVAL when glibc will not take it (static TLS too
+ * large for it).  As glibc lays out its own: the size asked (cut down to
+ * the static TLS alignment, as glibc does) right above the guard, then
+ * the room our TLS takes (tls_room_init), then the descriptor; the slot's
+ * rest above is left unused.
+ */
 static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthread_attr_t *attr)
 {
+    vms_stack given;
     int rc;
 
-    if (vms__stack_alloc(&t->st, stack_size_for(attr), vms__run_opts.guard_size))
+    if (vms__stack_alloc(&t->st, stack_size_for(attr) + tls_room, vms__run_opts.guard_size))
         return EINVAL;
+    t->asked = stack_size_asked(attr) & ~(tls_align - 1);
     t->lo = t->st.base;
-    t->hi = vms_stack_top(&t->st);
+    t->hi = t->lo + t->asked;
+    t->room = tls_room;
     t->guard = t->st.guard_size;
     t->guard_asked = guard_asked(attr);
     t->task = vms__task_of(&t->st);
     t->task->owner = t;
-    /* glibc cuts the size asked down to the static TLS alignment, and reports that. */
-    t->asked = stack_size_asked(attr) & ~(tls_align - 1);
+    t->task->size = t->asked;
     memcpy(t->task->name, t->name, sizeof t->name);
-    if ((rc = -vms__thread_start_on(thread, attr, &t->st, run_entry, t, NULL, (void *)t->fn))) {
+    given = t->st;
+    given.size = t->asked + tls_room;
+    if ((rc = -vms__thread_start_on(thread, attr, &given, run_entry, t, NULL, (void *)t->fn))) {
         vms_stack_free(&t->st);
         t->st.base = NULL;
         t->task = NULL;
         t->lo = t->hi = NULL;
+        t->room = 0;
     }
     return rc;
 }
@@ -420,26 +467,23 @@ VMS_API int pthread_detach(pthread_t t)
 
 /*
  * On a vmstack stack: the usable stack glibc reports for the size the
- * program asked (never more than the stack has), the guard size it asked
- * for (vmstack's guard, below it, for a thread of vms_thread_create), and
- * whether the thread is detached, which glibc cannot know (thread.c).
+ * program asked, right above the guard (create_on_vmstack), the guard
+ * size it asked for (vmstack's guard, below it, for a thread of
+ * vms_thread_create), and whether the thread is detached, which glibc
+ * cannot know (thread.c).
  */
 VMS_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
 {
     vms_stack st;
     struct vms_task *task;
-    struct run_thread *owner;
-    size_t size;
     int rc;
 
     resolve();
     if ((rc = real_getattr(t, attr)) || vms__thread_of(t, &st) == 0 || !vms_on_stack((void *)t, &st) ||
         !(task = vms__task_of(&st)))
         return rc;
-    owner = task->owner;
-    size = owner && owner->asked && owner->asked < st.size ? owner->asked : st.size;
-    pthread_attr_setstack(attr, (char *)vms_stack_top(&st) - size, size);
-    pthread_attr_setguardsize(attr, owner ? owner->guard_asked : st.guard_size);
+    pthread_attr_setstack(attr, st.base, task->size ? task->size : st.size);
+    pthread_attr_setguardsize(attr, task->owner ? ((struct run_thread *)task->owner)->guard_asked : st.guard_size);
     if (task->detached)
         pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
     return 0;
@@ -547,7 +591,11 @@ static void preload_start(void)
         unprotected("glibc gives no default thread stack size");
         return;
     }
-    dl_iterate_phdr(tls_align_of, NULL);
+    tls_room_init();
+    if (pthread_key_create(&ending, thread_finished)) {
+        unprotected("no thread-specific data key is left");
+        return;
+    }
     if (vms__init_provisional(&cfg, vms__run_command()) || fault_init()) {
         unprotected(vms_last_error());
         return;

@@ -62,7 +62,8 @@ struct run_thread {
     void *arg;
     struct vms_task *task;            /* its slot's task record (vmstack stack) */
     vms_stack st;                     /* st.base NULL: not a vmstack stack */
-    char *lo, *hi;                    /* usable bytes of the stack */
+    char *lo, *hi;                    /* usable bytes of the stack: hi is where the program's part ends */
+    size_t room;                      /* bytes above hi glibc uses for our static TLS (vmstack stacks) */
     size_t guard;                     /* vmstack's, or glibc's for its own stacks */
     size_t guard_asked;               /* guard size pthread_getattr_np reports: the one asked, in pages */
     size_t asked;                     /* stack size pthread_getattr_np reports: glibc's for the size asked */

@@ -177,16 +177,17 @@ void vms__run_released(vms_stack *st)
 {
     struct vms_task *task = vms__task_of(st);
     struct run_thread *t = task ? task->owner : NULL;
-    size_t used = vms__used_bytes_top(st->base, st->size);
+    char *top = t ? t->hi + t->room : (char *)vms_stack_top(st); /* the slot's rest above was never used */
+    size_t used = vms__used_bytes_top(st->base, (size_t)(top - (char *)st->base));
 
     /* A gone thread's stack: valgrind holds it inaccessible, and zeroing it is no error. */
     vms__san_quiet_begin();
-    memset((char *)vms_stack_top(st) - used, 0, used);
+    memset(top - used, 0, used);
     vms__san_quiet_end();
     if (!t)
         return;
     pthread_mutex_lock(&rows_lock);
-    t->peak = used;
+    t->peak = used > t->room ? used - t->room : 0; /* from the top of the program's part, as a plain thread's */
     memcpy(t->name, task->name, sizeof t->name - 1); /* kept up to date by pthread_setname_np */
     finish_locked(t);
     pthread_mutex_unlock(&rows_lock);
