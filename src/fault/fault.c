@@ -137,6 +137,12 @@ static void tid_here(struct vms_task *t)
         t->id = (uint64_t)gettid();
 }
 
+/* The top of a live slot's stack: where the part its user sees ends (vms_task.size). */
+static uintptr_t slot_top(uintptr_t base, const struct vms_task *task, const struct vms_region *r)
+{
+    return base + (task->size ? task->size : r->stack_size);
+}
+
 /* The stack of the task running on this thread, when it is a vmstack stack. */
 struct runner {
     struct vms_task *task;
@@ -173,7 +179,7 @@ static bool runner_here(struct runner *r)
         return false;
     r->task = &s->task;
     r->lo = (uintptr_t)s->base;
-    r->hi = r->lo + (s->task.size ? s->task.size : loc.region->stack_size);
+    r->hi = slot_top(r->lo, &s->task, loc.region);
     return true;
 }
 
@@ -235,10 +241,10 @@ static bool classify_slot(struct vms_fault *f, const struct vms_loc *loc)
     f->hi = f->lo + r->stack_size;
     f->guard_lo = f->lo - r->guard_size;
     f->owned = (uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) == VMS_SLOT_LIVE;
-    if (f->owned)
+    if (f->owned) {
         f->owner = s->task;
-    if (f->owned && f->owner.size)
-        f->hi = f->lo + f->owner.size;
+        f->hi = slot_top(f->lo, &f->owner, r);
+    }
     return classify_guard(f, loc->where == VMS_AT_GUARD_BELOW);
 }
 
@@ -262,7 +268,7 @@ static bool classify_inner(struct vms_fault *f, const struct vms_loc *loc)
         return false;
     f->guard_lo = lo;
     f->lo = lo + f->owner.inner_len;
-    f->hi = base + (f->owner.size ? f->owner.size : r->stack_size);
+    f->hi = slot_top(base, &f->owner, r);
     f->owned = true;
     return classify_guard(f, true);
 }

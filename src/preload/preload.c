@@ -361,23 +361,23 @@ static void *run_entry(void *p)
  */
 static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthread_attr_t *attr)
 {
+    size_t asked = stack_size_asked(attr) & ~(tls_align - 1);
     vms_stack given;
     int rc;
 
     if (vms__stack_alloc(&t->st, stack_size_for(attr) + tls_room, vms__run_opts.guard_size))
         return EINVAL;
-    t->asked = stack_size_asked(attr) & ~(tls_align - 1);
     t->lo = t->st.base;
-    t->hi = t->lo + t->asked;
+    t->hi = t->lo + asked;
     t->room = tls_room;
     t->guard = t->st.guard_size;
     t->guard_asked = guard_asked(attr);
     t->task = vms__task_of(&t->st);
     t->task->owner = t;
-    t->task->size = t->asked;
+    t->task->size = asked;
     memcpy(t->task->name, t->name, sizeof t->name);
     given = t->st;
-    given.size = t->asked + tls_room;
+    given.size = asked + tls_room;
     if ((rc = -vms__thread_start_on(thread, attr, &given, run_entry, t, NULL, (void *)t->fn))) {
         vms_stack_free(&t->st);
         t->st.base = NULL;

@@ -66,7 +66,6 @@ struct run_thread {
     size_t room;                      /* bytes above hi glibc uses for our static TLS (vmstack stacks) */
     size_t guard;                     /* vmstack's, or glibc's for its own stacks */
     size_t guard_asked;               /* guard size pthread_getattr_np reports: the one asked, in pages */
-    size_t asked;                     /* stack size pthread_getattr_np reports: glibc's for the size asked */
     size_t top;                       /* bytes above the start routine's frame */
     size_t peak;                      /* deepest use, from hi; 0 = not measured */
     unsigned long count;              /* threads this row stands for (folded rows) */
