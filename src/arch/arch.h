@@ -59,6 +59,10 @@ void vms__uc_redirect_ptr(ucontext_t *uc, uintptr_t top, void (*fn)(void *), voi
  * code), 0 for an indirect call.  vms__arch_jumps_to: whether the size
  * bytes of code at fn (checked by the caller) hold a jump to entry, a tail
  * call; searched, not decoded, so a stray match is possible.
+ * vms__arch_next_call: the return address of the first direct call in
+ * [from, end) (checked to be code by the caller), 0 when none; only where
+ * a call leaves its return address in a register (!VMS_ARCH_RA_PUSHED),
+ * the one place the scan must find a leaf's call site, else always 0.
  * vms__arch_fp_prologue_frame: the fixed frame of a function at entry that
  * sets up a frame pointer, decoded from its first VMS_PROLOGUE_BYTES
  * (checked to be code by the caller), where its call-frame information
@@ -68,6 +72,7 @@ bool vms__arch_after_call(uintptr_t ret);
 bool vms__arch_after_indirect_call(uintptr_t ret);
 uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx);
 bool vms__arch_jumps_to(uintptr_t fn, size_t size, uintptr_t entry);
+uintptr_t vms__arch_next_call(uintptr_t from, uintptr_t end);
 uintptr_t vms__arch_fp_prologue_frame(uintptr_t entry);
 
 #endif

@@ -757,8 +757,13 @@ static uintptr_t callee_cfa(uintptr_t at, int64_t ra_off)
     return ra_off < 0 ? at - (uintptr_t)ra_off : 0;
 }
 
-/* The process's code, and libdwfl's session, for one scan; false when out of memory. */
-static bool scan_open(struct dead *d)
+/*
+ * The scan's budget starts once its code map and libdwfl's session are
+ * ready: opening them is bounded work, and slow where the process runs
+ * slowly (qemu-user, valgrind), which would otherwise leave no time for
+ * the scan itself.
+ */
+static void scan_deadline(struct dead *d)
 {
     clock_gettime(CLOCK_MONOTONIC, &d->deadline);
     d->deadline.tv_sec += SCAN_BUDGET_MS / 1000;
@@ -767,6 +772,11 @@ static bool scan_open(struct dead *d)
         d->deadline.tv_sec++;
         d->deadline.tv_nsec -= 1000000000L;
     }
+}
+
+/* The process's code, and libdwfl's session, for one scan; false when out of memory. */
+static bool scan_open(struct dead *d)
+{
     if (!(d->segs = malloc(SEGS_MAX * sizeof *d->segs)))
         return false;
     vms__symbols_snapshot();
@@ -779,6 +789,7 @@ static bool scan_open(struct dead *d)
     if (!dwfl)
         dwfl = open_dwfl();
     pthread_mutex_unlock(&lock);
+    scan_deadline(d);
     return true;
 }
 
@@ -881,21 +892,60 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
     return false;
 }
 
-/* The CFA of the callee of the return address at at, however deep its frame; 0 when not known. */
-static uintptr_t first_cfa(const struct dead *d, uintptr_t at)
+/*
+ * The CFA of the callee of the return address at at, however deep its
+ * frame; 0 when not known.  *fn, *frame: that callee and its frame (0:
+ * not known).
+ */
+static uintptr_t first_cfa(const struct dead *d, uintptr_t at, uintptr_t *fn, uintptr_t *frame)
 {
     bool ok = true;
-    uintptr_t fn = callee_of(d, ret_word(d, at, &ok), at);
     int64_t ra_off = 0;
 
-    if (fn)
-        frame_of(d, fn, &ra_off);
+    *frame = 0;
+    *fn = callee_of(d, ret_word(d, at, &ok), at);
+    if (*fn)
+        *frame = frame_of(d, *fn, &ra_off);
     return ok ? callee_cfa(at, ra_off) : 0;
+}
+
+/*
+ * Where a call leaves its return address in a register (aarch64), a leaf
+ * need not save it: when the deepest function was such a leaf, no return
+ * address on the dead stack is its call's, and the lowest one is its
+ * caller's own.  That caller, fn, had its stack pointer at low, above the
+ * lowest word *w.  The leaf is the function fn calls directly that saves
+ * no return address and whose frame reaches from low down to *w: known
+ * when exactly one of fn's call sites leads to one (*site: its return
+ * address; *w: the leaf's lowest stack pointer).  0 when none or several.
+ */
+static uintptr_t leaf_below(struct dead *d, uintptr_t fn, uintptr_t low, uintptr_t *w, uintptr_t *site)
+{
+    struct vms_symres s;
+    uintptr_t found = 0, bottom = 0, ret;
+
+    vms__symbols_lookup(fn, &s);
+    if (VMS_ARCH_RA_PUSHED || !s.name || s.off || !is_code(d, fn, s.size))
+        return 0;
+    for (uintptr_t from = fn; (ret = vms__arch_next_call(from, fn + s.size)) && !out_of_time(d); from = ret) {
+        uintptr_t t = call_target(d, ret), frame;
+        int64_t ra_off;
+        if (!t || !(frame = frame_of(d, t, &ra_off)) || ra_off || frame > low - d->lo || low - frame > *w + RED_ZONE)
+            continue;
+        if (found)
+            return 0; /* two call sites could have been it: neither is known */
+        found = t;
+        bottom = low - frame;
+        *site = ret;
+    }
+    if (found && !d->stopped)
+        *w = bottom;
+    return d->stopped ? 0 : found;
 }
 
 static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap)
 {
-    uintptr_t at, first, ret, rbp, cfa = 0, callee = 0;
+    uintptr_t at, first, ret, rbp, cfa = 0, callee = 0, fn = 0, frame = 0, leaf = 0, site = 0;
     bool ok = true;
 
     if (!deepest_return(d, &w, &at, &first, &callee, &cfa)) {
@@ -907,18 +957,27 @@ static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap
             }
             return;
         }
-        *partial = true;
-        if (!first || !(cfa = first_cfa(d, first))) {
+        if (!first || !(cfa = first_cfa(d, first, &fn, &frame))) {
             /* No return address below our own frames (or only JIT code, or no frame known): all we know is the depth. */
+            *partial = true;
             put(d, 0, w);
             *gap = d->n;
             return;
         }
         at = first;
-        *gap = 1;
+        if (!frame || frame > cfa - d->lo || !(leaf = leaf_below(d, fn, cfa - frame, &w, &site))) {
+            *partial = true;
+            *gap = 1;
+        }
     }
     ret = ret_word(d, at, &ok);
-    put(d, callee, w);
+    if (leaf) {
+        put(d, leaf, w);
+        put(d, site, cfa - frame);
+        callee = fn;
+    } else {
+        put(d, callee, w);
+    }
     /*
      * A callee with a frame pointer saved the caller's one right below the
      * return address (x86-64's push, aarch64's frame record): believed

@@ -72,6 +72,14 @@ uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, 
     return t;
 }
 
+uintptr_t vms__arch_next_call(uintptr_t from, uintptr_t end)
+{
+    for (uintptr_t a = (from + 3) & ~(uintptr_t)3; a + 4 <= end; a += 4)
+        if (is_bl(insn(a)))
+            return a + 4;
+    return 0;
+}
+
 /* "b" (imm26) or "b.cond" (imm19) to entry, anywhere in [fn, fn + size). */
 bool vms__arch_jumps_to(uintptr_t fn, size_t size, uintptr_t entry)
 {
