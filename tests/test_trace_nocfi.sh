@@ -47,5 +47,24 @@ assert all(f["size"] is not None for f in t[0]["frames"][:-1])
 # The main thread's chain is there when it reached a tripwire: it ends at _start.
 assert all(c["callers_unknown"] is False for c in chains if c["kind"] == "main thread")
 PY
+# Ended threads, their chains read from the dead stack: through the
+# loader's lazy-binding resolver (the first call to sem_post or pause),
+# whose CFA is kept in rbx, and up to nocfi_enter, whole.  "ended": the
+# tripwires saw the recursion; "skip": a 64 KiB frame went past every
+# tripwire, so only the dead stack holds the chain.
+for mode in ended skip; do
+    "$TMP/nocfi" "$mode" > "$TMP/plain.out" || fail "$mode: the program fails plain"
+    env -u LD_BIND_NOW "$VMSTACK" trace --output "$TMP/report.txt" -- "$TMP/nocfi" "$mode" > "$TMP/trace.out" ||
+        fail "$mode: exit $?"
+    cmp -s "$TMP/plain.out" "$TMP/trace.out" || fail "$mode: printed $(cat "$TMP/trace.out"), plain $(cat "$TMP/plain.out")"
+    sed -n "/^thread 'nocfi' .*start routine thread: /,/^\$/p" "$TMP/report.txt" > "$TMP/chain.txt"
+    if [ "$mode" = skip ]; then want=skip; else want=nocfi_deep; fi
+    last=$(grep -E '^ *[0-9]+\) ' "$TMP/chain.txt" | tail -n 1)
+    ! grep -q '(partial' "$TMP/chain.txt" && grep -Eq "^ *[0-9]+\) +[0-9]+ +[0-9]+ +$want\+" "$TMP/chain.txt" &&
+        echo "$last" | grep -Eq '^ *[0-9]+\) +[0-9]+ +\? +nocfi_enter\+' &&
+        grep -q '^     \.\.\. (callers unknown: ' "$TMP/chain.txt" ||
+        fail "$mode: not a whole chain from the deepest frame through $want to nocfi_enter: $(cat "$TMP/report.txt")"
+done
+
 [ $FAILS -eq 0 ] && echo "ok: the chain ends at code without call-frame information, callers unknown"
 [ $FAILS -eq 0 ]

@@ -7,10 +7,16 @@
  * 100 KiB deep and blocks there.  Unwinding from the deep frames reaches
  * nocfi_enter, where libunwind can only guess the caller; the guess is
  * nocfi_enter again.  The main thread exits while that thread blocks, so
- * the report shows the tripwires' chain of a running thread.
+ * the report shows the tripwires' chain of a running thread.  With the
+ * argument "ended" the recursion returns and the thread is joined: the
+ * report shows the chain read from its dead stack, which joins the
+ * tripwires'.  With "skip", nocfi_enter's callee is instead one 64 KiB
+ * frame that writes its lowest bytes only, past every tripwire: no
+ * tripwire sees the deepest chain, which only the dead stack holds.
  */
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +65,7 @@ __asm__(".text\n"
 #endif
 
 static sem_t deep_reached;
+static int ends; /* the deepest call returns */
 
 __attribute__((noinline)) static int nocfi_deep(int n)
 {
@@ -67,8 +74,9 @@ __attribute__((noinline)) static int nocfi_deep(int n)
     memset((char *)b, n, sizeof b);
     if (n == 0) {
         sem_post(&deep_reached);
-        for (;;)
+        while (!ends)
             pause();
+        return 0;
     }
     return nocfi_deep(n - 1) + b[n % sizeof b];
 }
@@ -78,24 +86,36 @@ static void deep(void)
     nocfi_deep(LEVELS);
 }
 
+__attribute__((noinline)) static void skip(void)
+{
+    volatile char b[65536];
+
+    b[0] = 1; /* the lowest byte only: no page above it is touched */
+    sem_post(&deep_reached + (b[0] - 1));
+}
+
 static void *thread(void *arg)
 {
-    (void)arg;
-    nocfi_enter(deep, NEST);
+    nocfi_enter(arg ? skip : deep, NEST);
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     pthread_t t;
 
+    bool skips = argc > 1 && !strcmp(argv[1], "skip");
+
+    ends = skips || (argc > 1 && !strcmp(argv[1], "ended"));
     sem_init(&deep_reached, 0, 0);
-    if (pthread_create(&t, NULL, thread, NULL)) {
+    if (pthread_create(&t, NULL, thread, skips ? &t : NULL)) {
         fprintf(stderr, "pthread_create failed\n");
         return 1;
     }
     while (sem_wait(&deep_reached))
         ;
-    printf("nocfi: deep\n");
+    if (ends)
+        pthread_join(t, NULL);
+    printf("nocfi: %s\n", skips ? "skipped" : ends ? "ended" : "deep");
     return 0;
 }

@@ -56,7 +56,7 @@ void vms__uc_redirect_ptr(ucontext_t *uc, uintptr_t top, void (*fn)(void *), voi
  * follows a call instruction; vms__arch_after_indirect_call: an indirect
  * one.  vms__arch_call_target: the function a direct call returning to ret
  * went to (through its PLT stub when is_code(ctx, ...) says the stub is
- * code), 0 for an indirect call.  vms__arch_jumps_to: whether the size
+ * code; *plt then true), 0 for an indirect call.  vms__arch_jumps_to: whether the size
  * bytes of code at fn (checked by the caller) hold a jump to entry, a tail
  * call; searched, not decoded, so a stray match is possible.
  * vms__arch_next_call: the return address of the first direct call in
@@ -70,7 +70,8 @@ void vms__uc_redirect_ptr(ucontext_t *uc, uintptr_t top, void (*fn)(void *), voi
  */
 bool vms__arch_after_call(uintptr_t ret);
 bool vms__arch_after_indirect_call(uintptr_t ret);
-uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx);
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx,
+                                bool *plt);
 bool vms__arch_jumps_to(uintptr_t fn, size_t size, uintptr_t entry);
 uintptr_t vms__arch_next_call(uintptr_t from, uintptr_t end);
 uintptr_t vms__arch_fp_prologue_frame(uintptr_t entry);

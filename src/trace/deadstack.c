@@ -308,11 +308,32 @@ static bool is_code_of(const void *ctx, uintptr_t a, size_t n)
 
 /*
  * The function a direct call that returns to ret went to, through a PLT
- * stub when there is one; 0 for an indirect call.
+ * stub when there is one (*plt true then); 0 for an indirect call.
  */
+static uintptr_t call_target_plt(const struct dead *d, uintptr_t ret, bool *plt)
+{
+    return vms__arch_call_target(ret, is_code_of, d, plt);
+}
+
 static uintptr_t call_target(const struct dead *d, uintptr_t ret)
 {
-    return vms__arch_call_target(ret, is_code_of, d);
+    bool plt;
+
+    return call_target_plt(d, ret, &plt);
+}
+
+/*
+ * Whether entry is the dynamic loader's lazy-binding resolver
+ * (_dl_runtime_resolve and its variants, _dl_runtime_profile): a call
+ * through a PLT stub enters it, not its function, on the first call, and
+ * the slot read now holds the function bound since.
+ */
+static bool lazy_resolver(uintptr_t entry)
+{
+    struct vms_symres s;
+
+    vms__symbols_lookup(entry, &s);
+    return s.name && !s.off && !strncmp(s.name, "_dl_runtime_", 12);
 }
 
 /*
@@ -333,14 +354,16 @@ static bool tail_calls(const struct dead *d, uintptr_t fn, uintptr_t entry)
  * Whether the call that returns to ret could have entered the function at
  * entry (0: not known, nothing to hold against it): an indirect call
  * could reach anything, a direct one only its target, or what the target
- * tail-calls.  A return address that fails was left by a later call, made
+ * tail-calls, or through a PLT stub the loader's resolver.  A return address that fails was left by a later call, made
  * after the frame below had returned, over the frame that called it.
  */
 static bool call_reaches(const struct dead *d, uintptr_t ret, uintptr_t entry)
 {
-    uintptr_t t = call_target(d, ret);
+    bool plt;
+    uintptr_t t = call_target_plt(d, ret, &plt);
 
-    return !entry || !t || t == entry || after_indirect_call(d, ret) || tail_calls(d, t, entry);
+    return !entry || !t || t == entry || after_indirect_call(d, ret) || tail_calls(d, t, entry) ||
+           (plt && lazy_resolver(entry));
 }
 
 /* The entry of the function holding pc, from the symbol tables; 0 when unknown. */
@@ -408,6 +431,8 @@ struct rule {
     bool outermost;    /* the return address is undefined: no caller */
     bool ra_saved;     /* the return address is saved at CFA + ra_off */
     int64_t ra_off;
+    bool no_fde;       /* the pc is in a module that has no call-frame information for it */
+    bool cfa_elsewhere; /* its CFA is kept in a register the scan does not follow */
 };
 
 /* A register's rule "saved at CFA + off", as libdw gives it: true with *off when it is one. */
@@ -439,8 +464,10 @@ static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
     if (!m)
         return false;
     if ((!(cfi = DW(dwfl_module_eh_cfi)(m, &bias)) || DW(dwarf_cfi_addrframe)(cfi, pc - bias, &fr)) &&
-        (!(cfi = DW(dwfl_module_dwarf_cfi)(m, &bias)) || DW(dwarf_cfi_addrframe)(cfi, pc - bias, &fr)))
+        (!(cfi = DW(dwfl_module_dwarf_cfi)(m, &bias)) || DW(dwarf_cfi_addrframe)(cfi, pc - bias, &fr))) {
+        r->no_fde = true;
         return false;
+    }
     if (DW(dwarf_frame_cfa)(fr, &ops, &nops) == 0 && nops == 1) {
         /* libdw gives "register + offset" as DW_OP_bregx, or as DW_OP_bregN. */
         if (ops[0].atom == DW_OP_bregx) {
@@ -453,6 +480,7 @@ static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
             r->cfa_reg = -1;
         }
         ok = r->cfa_reg == DW_RSP || r->cfa_reg == DW_RBP;
+        r->cfa_elsewhere = !ok && r->cfa_reg >= 0;
     }
     r->outermost = false;
     r->ra_saved = false;
@@ -651,6 +679,33 @@ static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
 }
 
 /*
+ * A frame whose CFA is kept in a register the scan does not follow (the
+ * loader's lazy-binding resolver realigns the stack and keeps it in rbx):
+ * where a call pushes the return address, the CFA is right above the
+ * first word at or above sp that a direct call into this function left.
+ * *r: the rule that makes of it.
+ */
+static bool pushed_return_above(struct dead *d, uintptr_t ip, uintptr_t sp, struct rule *r)
+{
+    uintptr_t fn = entry_of(ip - 1);
+    bool ok = true;
+
+    if (!VMS_ARCH_RA_PUSHED || !fn)
+        return false;
+    for (uintptr_t x = sp; x + sizeof(uintptr_t) <= d->hi && x - sp < FRAME_SCAN; x += sizeof(uintptr_t)) {
+        uintptr_t v = ret_word(d, x, &ok);
+        if (!ok)
+            return false;
+        if (is_return_address(d, v) && !after_indirect_call(d, v) && call_reaches(d, v, fn)) {
+            *r = (struct rule){.cfa_reg = DW_RSP, .cfa_off = (int64_t)(x + sizeof(uintptr_t) - sp), .ra_saved = true,
+                               .ra_off = -(int64_t)sizeof(uintptr_t), .rbp = RBP_LOST};
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
  * From the frame (ip, sp) outwards, ip read at slot, below: the entry of
  * the function that ip's call went to (0: unknown); false when the chain
  * was lost on the way (overwritten, JIT code, out of time).
@@ -667,8 +722,16 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t sl
             return true;
         if (out_of_time(d) || !is_return_address(d, ip) || !call_reaches(d, ip, below))
             return false;
-        if (!put(d, ip, sp) || !rule_at(d, ip - 1, &r))
+        if (!put(d, ip, sp))
             return false;
+        if (!rule_at(d, ip - 1, &r)) {
+            if (r.no_fde) {
+                d->cut = true; /* code without call-frame information: its callers are not known */
+                return true;
+            }
+            if (!r.cfa_elsewhere || !pushed_return_above(d, ip, sp, &r))
+                return false;
+        }
         if (r.outermost || sp == d->hi)
             return true;
         if (r.cfa_reg == DW_RBP && !rbp_known && !(rbp_known = frame_record(d, sp, &rbp)))
@@ -684,7 +747,12 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t sl
             rbp_known = false;
         if (!ok)
             return false;
-        if (!ret) /* a fiber's first frame, at the top of its stack; anywhere else a lost chain */
+        /*
+         * A zero return address: a fiber's first frame, at the top of its
+         * stack; anywhere else a lost chain, unless our exit code wrote it
+         * (then the recorded chain may go on from there: join).
+         */
+        if (!ret && slot < d->clobbered)
             return d->hi - cfa <= TOP_SLACK;
         below = entry_of(ip - 1);
         ip = ret;

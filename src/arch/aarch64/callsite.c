@@ -52,11 +52,13 @@ static uintptr_t plt_slot(uintptr_t stub)
     return (stub & ~(uintptr_t)0xfff) + (uintptr_t)sext(imm << 12, 33) + (((ldr >> 10) & 0xfff) << 3);
 }
 
-uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx)
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx,
+                                bool *plt)
 {
     uintptr_t at = vms__arch_strip(ret) - 4, t, slot, to;
     uint32_t w = insn(at);
 
+    *plt = false;
     if (!is_bl(w))
         return 0;
     t = at + (uintptr_t)(sext(w & 0x3ffffff, 26) * 4);
@@ -65,6 +67,7 @@ uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, 
     if (insn(t) == 0xd503245f) /* bti c: a BTI PLT */
         t += 4;
     if ((slot = plt_slot(t))) {
+        *plt = true;
         memcpy(&to, (const void *)slot, sizeof to);
         if (is_code(ctx, to, 1))
             return to;

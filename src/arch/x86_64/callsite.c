@@ -44,12 +44,14 @@ bool vms__arch_after_indirect_call(uintptr_t ret)
     return false;
 }
 
-uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx)
+uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, uintptr_t, size_t), const void *ctx,
+                                bool *plt)
 {
     const uint8_t *c = (const uint8_t *)ret;
     uintptr_t t;
     int32_t rel;
 
+    *plt = false;
     if (c[-5] != 0xe8)
         return 0;
     memcpy(&rel, c - 4, sizeof rel);
@@ -66,6 +68,7 @@ uintptr_t vms__arch_call_target(uintptr_t ret, bool (*is_code)(const void *ctx, 
         memcpy(&rel, c + 2, sizeof rel);
         slot = (uintptr_t)(c + 6) + (uintptr_t)(intptr_t)rel;
         memcpy(&to, (const void *)slot, sizeof to);
+        *plt = true;
         if (is_code(ctx, to, 1))
             return to;
     }
