@@ -238,7 +238,18 @@ gdb)
     # gdb races a joined thread's exit against exit_group even plain (about 1 run
     # in 30): it then reports the main thread's exit and a "[New process N]".  Exit
     # lines are therefore left out; the "[New Thread" lines still count the threads.
-    each gdb gdb -q -nx -batch -ex run -ex 'print $_exitcode' "$bin/compat_threads"
+    # The program's own output goes to a file of its own: gdb writes a thread's line
+    # in pieces, and the program's lines would land in the middle of them.
+    for m in plain run trace; do
+        run1 "$m" gdb gdb -q -nx -batch -ex "run > $tmp/gdb.$m.prog" -ex 'print $_exitcode' "$bin/compat_threads"
+        LC_ALL=C sort "$tmp/gdb.$m.prog" > "$tmp/gdb.$m.prog.sorted"
+    done
+    [ -s "$tmp/gdb.plain.prog" ] || fail "gdb: the program printed nothing plain: $(show "$tmp/gdb.plain.out")"
+    for m in run trace; do
+        cmp -s "$tmp/gdb.plain.prog.sorted" "$tmp/gdb.$m.prog.sorted" ||
+            fail "gdb: the program's output under vmstack $m differs from plain (diff plain $m):
+$(diff "$tmp/gdb.plain.prog.sorted" "$tmp/gdb.$m.prog.sorted" | head -40)"
+    done
     check gdb "sed -E '/^\\[(Thread .* exited|New process [0-9]+)\\]\$/d; s/0x[0-9a-f]+/0xX/g; s/LWP [0-9]+/LWP N/g; s/process [0-9]+/process N/g' | LC_ALL=C sort"
     ;;
 strace)
