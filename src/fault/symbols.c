@@ -48,6 +48,8 @@ struct sym {
     uintptr_t addr;
     uintptr_t size;
     const char *name;
+    uint32_t order;     /* its place in the symbol table */
+    unsigned char rank; /* of its binding among aliases: global, weak, then local (glibc's __GI_ names) */
 };
 
 enum { UNREAD, READING, READY, NONE };
@@ -108,12 +110,28 @@ static void *map_fresh(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* Address order; at one address the largest alias first. */
+/*
+ * Address order; at one address the alias libdwfl (and so gdb's and
+ * perf's kin) would name first: one with a size, then global before weak
+ * before local (glibc's internal __GI_ names), then the first in the
+ * symbol table.
+ */
 static bool before(const struct sym *a, const struct sym *b)
 {
     if (a->addr != b->addr)
         return a->addr < b->addr;
-    return a->size > b->size;
+    if (!a->size != !b->size)
+        return a->size != 0;
+    if (a->rank != b->rank)
+        return a->rank < b->rank;
+    return a->order < b->order;
+}
+
+static unsigned char rank_of(const Elf64_Sym *s)
+{
+    int bind = ELF64_ST_BIND(s->st_info);
+
+    return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 }
 
 static void sift(struct sym *s, size_t root, size_t n)
@@ -217,7 +235,8 @@ static bool index_image(const char *f, size_t size, uintptr_t bias, struct index
     n = 0;
     for (size_t i = 0; i < nsyms; i++)
         if (wanted(&syms[i], str->sh_size))
-            idx[n++] = (struct sym){bias + syms[i].st_value, syms[i].st_size, f + str->sh_offset + syms[i].st_name};
+            idx[n++] = (struct sym){bias + syms[i].st_value, syms[i].st_size, f + str->sh_offset + syms[i].st_name,
+                                    (uint32_t)i, rank_of(&syms[i])};
     heapsort_syms(idx, n);
     n = tidy(idx, n);
     mprotect(idx, bytes, PROT_READ);

@@ -120,24 +120,28 @@ static void place_of(Dwfl *d, uintptr_t ip, bool ret, struct place *p)
     const char *name = NULL, *mod = NULL, *file;
     GElf_Off off = 0;
     GElf_Sym sym = {0};
+    struct vms_symres s;
     Dwfl_Line *line;
 
     memset(p, 0, sizeof *p);
     if (!ip)
         return;
-    if (m) {
-        name = DW(dwfl_module_addrinfo)(m, at, &off, &sym, NULL, NULL, NULL);
+    /*
+     * The fault layer's index first: sorted, where libdwfl scans a
+     * module's whole symbol table for each address (a JVM's libjvm.so:
+     * some 100,000 symbols, tens of milliseconds at every exit); and the
+     * same names as the overflow report's.  libdwfl for what it lacks.
+     */
+    vms__symbols_lookup(at, &s);
+    name = s.name;
+    off = s.off;
+    sym.st_size = s.size;
+    if (m)
         mod = DW(dwfl_module_info)(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-    }
-    if (!name) {
-        struct vms_symres s;
-        vms__symbols_lookup(at, &s);
-        name = s.name;
-        off = s.off;
-        sym.st_size = s.size;
-        if (!mod)
-            mod = s.module;
-    }
+    if (!name && m)
+        name = DW(dwfl_module_addrinfo)(m, at, &off, &sym, NULL, NULL, NULL);
+    if (!mod)
+        mod = s.module;
     if (name) {
         p->name = vms__demangle(name, p->cxx, sizeof p->cxx);
         p->off = (unsigned long)(off + ret);
@@ -262,17 +266,17 @@ static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_fram
                    "runtime's hand-written builtins have none)\n");
 }
 
-/* The name of the function at addr; else "module+0xoffset", or the address. */
+/* The name of the function at addr (as place_of finds it); else "module+0xoffset", or the address. */
 static void function_name(struct symbolizer *z, uintptr_t addr, char *buf, size_t n)
 {
-    Dwfl_Module *m = z->d ? DW(dwfl_addrmodule)(z->d, addr) : NULL;
-    const char *name = m ? DW(dwfl_module_addrname)(m, addr) : NULL;
     struct vms_symres s;
+    const char *name;
+    Dwfl_Module *m;
     char cxx[512];
 
     vms__symbols_lookup(addr, &s);
-    if (!name)
-        name = s.name;
+    if (!(name = s.name) && (m = z->d ? DW(dwfl_addrmodule)(z->d, addr) : NULL))
+        name = DW(dwfl_module_addrname)(m, addr);
     if (name)
         snprintf(buf, n, "%s", vms__demangle(name, cxx, sizeof cxx));
     else if (s.module)
