@@ -176,8 +176,7 @@ static void locate(Dwfl *d, uintptr_t ip, bool ret, char *buf, size_t n)
 
 /*
  * Symbolizing with its memory: a deep chain repeats a few return addresses
- * thousands of times, and libdwfl's symbol lookup scans the whole symbol
- * table each time.
+ * thousands of times, each a line-table lookup and a demangling.
  */
 #define CACHE_SLOTS 1024
 struct symbolizer {
