@@ -96,6 +96,7 @@ enum { FREE = 0, BUSY, LIVE };
 struct task {
     _Atomic int state;           /* first: the rest is the body, filled in while the state says BUSY */
     _Atomic unsigned readers;    /* threads copying the chain: its buffer is not unmapped under them */
+    _Atomic int mover;           /* 1 while a thread moves the window (one at a time): task_close waits */
     _Atomic uintptr_t wire;      /* the top (end) of the tripwire window; 0: none */
     _Atomic uintptr_t moving;    /* top of the window being removed, still a tripwire */
     uintptr_t lo, hi;
@@ -124,6 +125,7 @@ struct task {
 #define TASK_BODY offsetof(struct task, wire)
 _Static_assert(offsetof(struct task, state) == 0, "the state is not part of a task's body");
 _Static_assert(offsetof(struct task, readers) < TASK_BODY, "the readers are not part of a task's body");
+_Static_assert(offsetof(struct task, mover) < TASK_BODY, "the mover is not part of a task's body");
 
 /* A frame warning slot: claimed by its function's address, published by ready. */
 struct warn_slot {
@@ -207,29 +209,39 @@ static void wire_remove(const struct task *t, uintptr_t top)
 /*
  * Moves t's window from the one ending at old to below `used` (the lowest
  * byte known touched), at least one page down; none once nothing is left
- * above the stack's bottom page: the real guard below takes over.  Whoever
- * wins the exchange moves it; a loser's access retries.  `moving` keeps
- * the old window known as a tripwire until it is really gone, for other
- * threads faulting on it.
+ * above the stack's bottom page: the real guard below takes over.  One
+ * thread at a time moves it (the owner's fault, another thread reading
+ * the stack): `moving` keeps the old window known as a tripwire until it
+ * is really gone, and a second mover would overwrite it while the first
+ * one's old window is still there.  Whoever does not get to move it
+ * returns: its access retries, and faults again only in a window that
+ * is known.
  */
 static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
 {
-    uintptr_t pg = vms__g.page, next = page_floor(used);
+    uintptr_t pg = vms__g.page, next = page_floor(used), now;
 
     if (next >= old)
         next = old - pg;
     if (!window_bottom(t, next))
         next = 0;
-    atomic_store_explicit(&t->moving, old, memory_order_relaxed);
-    if (!atomic_compare_exchange_strong_explicit(&t->wire, &old, next, memory_order_acq_rel, memory_order_relaxed))
+    if (atomic_exchange_explicit(&t->mover, 1, memory_order_acquire))
         return;
-    /* Removed first: in mprotect mode, the main stack grows only below an accessible page. */
-    wire_remove(t, old);
-    if (next && wire_install(t, next)) {
-        atomic_store_explicit(&t->wire, 0, memory_order_relaxed);
-        t->lost = true;
+    atomic_store_explicit(&t->moving, old, memory_order_seq_cst);
+    if (atomic_compare_exchange_strong_explicit(&t->wire, &old, next, memory_order_seq_cst, memory_order_relaxed)) {
+        /* Removed first: in mprotect mode, the main stack grows only below an accessible page. */
+        wire_remove(t, old);
+        if (next && wire_install(t, next)) {
+            now = next;
+            atomic_compare_exchange_strong_explicit(&t->wire, &now, 0, memory_order_seq_cst, memory_order_relaxed);
+            t->lost = true;
+        } else if (next && atomic_load_explicit(&t->wire, memory_order_seq_cst) != next) {
+            /* Closed while this one was installed: no window may outlive its task. */
+            wire_remove(t, next);
+        }
     }
     atomic_store_explicit(&t->moving, 0, memory_order_release);
+    atomic_store_explicit(&t->mover, 0, memory_order_release);
 }
 
 static bool in_window(const struct task *t, uintptr_t top, uintptr_t addr)
@@ -630,10 +642,32 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
  * (core/fork.c): a thread of the child that ends keeps its chain, and
  * 'vmstack trace' prints the child's table at its exit.
  */
+static void results_take(void)
+{
+    pthread_mutex_lock(&results_lock);
+}
+
+static void results_release(void)
+{
+    pthread_mutex_unlock(&results_lock);
+}
+
+/* The threads that were reading or moving a task's window are not in the child: no close may wait for them. */
+static void results_child(void)
+{
+    int used = atomic_load_explicit(&tasks_used, memory_order_relaxed);
+
+    for (int i = 0; i < used; i++) {
+        atomic_store_explicit(&tasks[i].readers, 0, memory_order_relaxed);
+        atomic_store_explicit(&tasks[i].mover, 0, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&results_lock);
+}
+
 __attribute__((constructor)) static void locks_at_fork(void)
 {
     vms__fork_mutex(VMS_FORK_TRACE_CONFIG, &config_lock);
-    vms__fork_mutex(VMS_FORK_TRACE_RESULTS, &results_lock);
+    vms__fork_hook(VMS_FORK_TRACE_RESULTS, results_take, results_release, results_child);
 }
 
 /*
@@ -783,8 +817,12 @@ static void task_start(struct task *t, uintptr_t floor, uintptr_t top)
     t->floor = floor;
     vms__dead_zero(t->lo, floor);
     atomic_store_explicit(&t->state, LIVE, memory_order_release);
-    if (!tracer && !on_valgrind && window_bottom(t, top) && wire_install(t, top) == 0)
-        atomic_store_explicit(&t->wire, top, memory_order_release);
+    /* Known before it is there: another thread may read this stack (a table, a collector) and fault on it. */
+    if (!tracer && !on_valgrind && window_bottom(t, top)) {
+        atomic_store_explicit(&t->wire, top, memory_order_seq_cst);
+        if (wire_install(t, top))
+            atomic_store_explicit(&t->wire, 0, memory_order_release);
+    }
 }
 
 /* On the altstack: nothing of ours is below sp on the thread's stack. */
@@ -952,10 +990,13 @@ static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_ch
 static void task_close(struct task *t, uintptr_t sp)
 {
     struct vms_trace_chain c;
-    uintptr_t wire = atomic_exchange_explicit(&t->wire, 0, memory_order_acq_rel);
+    uintptr_t wire = atomic_exchange_explicit(&t->wire, 0, memory_order_seq_cst);
 
     if (wire)
         wire_remove(t, wire);
+    /* A move under way takes its new window off itself (wire_move); the stack is not given back before. */
+    while (atomic_load_explicit(&t->mover, memory_order_acquire))
+        sched_yield();
     if (dead_result(t, sp, &c)) {
         if (opts.warn_frame)
             check_dead_frames(t, &c);
