@@ -215,7 +215,7 @@ static void wire_remove(const struct task *t, uintptr_t top)
  * is really gone, and a second mover would overwrite it while the first
  * one's old window is still there.  Whoever does not get to move it
  * returns: its access retries, and faults again only in a window that
- * is known.
+ * is known.  task_close takes the same flag, so no move outlives the task.
  */
 static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
 {
@@ -235,9 +235,6 @@ static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
             now = next;
             atomic_compare_exchange_strong_explicit(&t->wire, &now, 0, memory_order_seq_cst, memory_order_relaxed);
             t->lost = true;
-        } else if (next && atomic_load_explicit(&t->wire, memory_order_seq_cst) != next) {
-            /* Closed while this one was installed: no window may outlive its task. */
-            wire_remove(t, next);
         }
     }
     atomic_store_explicit(&t->moving, 0, memory_order_release);
@@ -990,13 +987,22 @@ static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_ch
 static void task_close(struct task *t, uintptr_t sp)
 {
     struct vms_trace_chain c;
-    uintptr_t wire = atomic_exchange_explicit(&t->wire, 0, memory_order_seq_cst);
+    uintptr_t wire;
 
+    /*
+     * As a mover: the window stays a known tripwire (moving) until it is
+     * gone, for another thread reading this stack meanwhile; a move under
+     * way is waited for, and none comes after (the stack is given back).
+     */
+    while (atomic_exchange_explicit(&t->mover, 1, memory_order_acquire))
+        sched_yield();
+    wire = atomic_load_explicit(&t->wire, memory_order_acquire);
+    atomic_store_explicit(&t->moving, wire, memory_order_seq_cst);
+    atomic_store_explicit(&t->wire, 0, memory_order_seq_cst);
     if (wire)
         wire_remove(t, wire);
-    /* A move under way takes its new window off itself (wire_move); the stack is not given back before. */
-    while (atomic_load_explicit(&t->mover, memory_order_acquire))
-        sched_yield();
+    atomic_store_explicit(&t->moving, 0, memory_order_release);
+    atomic_store_explicit(&t->mover, 0, memory_order_release);
     if (dead_result(t, sp, &c)) {
         if (opts.warn_frame)
             check_dead_frames(t, &c);
