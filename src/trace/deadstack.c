@@ -353,9 +353,10 @@ static bool tail_calls(const struct dead *d, uintptr_t fn, uintptr_t entry)
 /*
  * Whether the call that returns to ret could have entered the function at
  * entry (0: not known, nothing to hold against it): an indirect call
- * could reach anything, a direct one only its target, or what the target
- * tail-calls, or through a PLT stub the loader's resolver.  A return address that fails was left by a later call, made
- * after the frame below had returned, over the frame that called it.
+ * could reach anything, a direct one only its target or what the target
+ * tail-calls, one through a PLT stub also the loader's resolver.  A
+ * return address that fails was left by a later call, made after the
+ * frame below had returned, over the frame that called it.
  */
 static bool call_reaches(const struct dead *d, uintptr_t ret, uintptr_t entry)
 {
