@@ -111,17 +111,17 @@ static void *map_fresh(size_t bytes)
 }
 
 /*
- * Address order; at one address the alias libdwfl (and so gdb's and
- * perf's kin) would name first: one with a size, then global before weak
- * before local (glibc's internal __GI_ names), then the first in the
+ * Address order; at one address the largest alias first (it covers every
+ * address the others do), then the one libdwfl would name: global before
+ * weak before local (glibc's internal __GI_ names), then the first in the
  * symbol table.
  */
 static bool before(const struct sym *a, const struct sym *b)
 {
     if (a->addr != b->addr)
         return a->addr < b->addr;
-    if (!a->size != !b->size)
-        return a->size != 0;
+    if (a->size != b->size)
+        return a->size > b->size;
     if (a->rank != b->rank)
         return a->rank < b->rank;
     return a->order < b->order;
