@@ -142,6 +142,13 @@ static struct task *tasks;       /* TASKS_MAX, mmap'd when configured */
 static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
 static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
+/*
+ * Windows taken away so far, counted before they stop being known; and
+ * this thread's last fault in no known window, with the count then (see
+ * gone_meanwhile).
+ */
+static _Atomic unsigned long windows_gone;
+static TLS_IE struct { uintptr_t ip, addr; unsigned long gone; } unknown;
 
 static _Atomic unsigned long quiet_ended; /* tasks that ended without a tripwire fault */
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -237,6 +244,7 @@ static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
             t->lost = true;
         }
     }
+    atomic_fetch_add_explicit(&windows_gone, 1, memory_order_seq_cst);
     atomic_store_explicit(&t->moving, 0, memory_order_release);
     atomic_store_explicit(&t->mover, 0, memory_order_release);
 }
@@ -597,6 +605,27 @@ static bool signal_blocked_by_wire(struct task *t, ucontext_t *uc)
     return true;
 }
 
+/*
+ * Whether a fault in no window known now may have been in one that was
+ * taken away since: its task ended (or moved it) between the access and
+ * this look, as happens to a thread whose stack another one reads (the
+ * usage table at exit).  Passed on, it would kill the process, or make the
+ * next tripwire of any thread fatal: it is retried instead.  A window is
+ * known from before it is installed until after the count went up for
+ * it, so the same fault again with the count unchanged since the last
+ * look was in no window: a real fault, passed on after one retry.
+ */
+static bool gone_meanwhile(uintptr_t ip, uintptr_t addr)
+{
+    unsigned long gone = atomic_load_explicit(&windows_gone, memory_order_seq_cst);
+    bool again = unknown.ip == ip && unknown.addr == addr && unknown.gone == gone;
+
+    unknown.ip = ip;
+    unknown.addr = addr;
+    unknown.gone = gone;
+    return !again;
+}
+
 bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
 {
     uintptr_t addr = (uintptr_t)si->si_addr, wire, sp;
@@ -621,7 +650,7 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc)
      * one being moved: then it just moves.
      */
     if (!(t = wire_owner(addr, &wire)))
-        return false;
+        return gone_meanwhile(vms__uc_pc(uc), addr);
     if (!in_window(t, wire, addr))
         return true;
     sp = vms__uc_sp(uc);
@@ -1001,6 +1030,7 @@ static void task_close(struct task *t, uintptr_t sp)
     atomic_store_explicit(&t->wire, 0, memory_order_seq_cst);
     if (wire)
         wire_remove(t, wire);
+    atomic_fetch_add_explicit(&windows_gone, 1, memory_order_seq_cst);
     atomic_store_explicit(&t->moving, 0, memory_order_release);
     atomic_store_explicit(&t->mover, 0, memory_order_release);
     if (dead_result(t, sp, &c)) {
