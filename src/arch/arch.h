@@ -39,8 +39,13 @@ void vms__switch(void **save_sp, void *to_sp);
 void vms__fiber_launch(void **save_sp, struct vms_fiber_desc *f, void *top, const uint64_t *fpenv,
                        void *(*main)(struct vms_fiber_desc *));
 
-/* switch.S: calls fn(arg, arg2) with the stack pointer at top (16-byte aligned), and comes back. */
-void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg, uintptr_t arg2);
+/*
+ * switch.S: calls fn(arg, left) with the stack pointer at top (16-byte
+ * aligned), and comes back.  left is the lowest address it wrote on the
+ * stack it left (the saved frame pointer and return address): the caller
+ * writes nothing below it.
+ */
+void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg);
 
 /*
  * context.c: makes the interrupted context uc resume in fn(arg) on a fresh

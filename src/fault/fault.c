@@ -75,6 +75,7 @@ static TLS_IE vms_stack alt;
 static TLS_IE stack_t alt_prev;        /* the program's own altstack (before ours, or set since), restored at exit */
 static TLS_IE uintptr_t passed_ip, passed_addr; /* the last fault this thread passed on */
 static TLS_IE char *report_area;       /* the top REPORT_BYTES of alt, or NULL */
+TLS_IE struct vms_altstack_range vms__altstack_own;
 static TLS_IE sigjmp_buf *nested_env;  /* armed: a fault while unwinding jumps here */
 static pthread_key_t alt_key;
 
@@ -616,7 +617,7 @@ static void handle_on_own_stack(struct vms_fault *f, siginfo_t *si)
         handle(f, si);
         return;
     }
-    vms__call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s, 0);
+    vms__call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s);
     /* Back on the program's stack, which may be registered again now. */
     if (s.swapped)
         vms__altstack_kernel(&s.theirs, NULL);
@@ -754,6 +755,7 @@ int vms__altstack_ensure(void)
      * (the main thread, foreign stacks, a sanitizer's altstack to give
      * back) the destructor restores the previous one at thread exit.
      */
+    vms__altstack_own = (struct vms_altstack_range){alt.base, report_area};
     if ((alt_prev.ss_flags & SS_DISABLE) && (t = own_thread_task()))
         t->companion = (uint64_t)alt.id << 32 | alt.gen;
     else
@@ -770,6 +772,7 @@ int vms__altstack_drop(void)
         return vms__fail(EBUSY, "the alternate signal stack is in use: not from a signal handler");
     pthread_setspecific(alt_key, NULL);
     atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
+    vms__altstack_own = (struct vms_altstack_range){NULL, NULL};
     vms_stack_free(&alt);
     report_area = NULL;
     alt_ready = 0;

@@ -189,6 +189,16 @@ int vms__altstack_drop(void);
 /* sigaltstack(2) itself, past any interposer (the preload library's included). */
 int vms__altstack_kernel(const stack_t *ss, stack_t *old);
 /*
+ * The calling thread's alternate stack of ours, [lo, hi) (below the report
+ * area), both NULL when it has none: a variable, so that code leaving a
+ * task's stack for it makes no call first (deadstack.c: every word below
+ * its stack pointer is still the task's).
+ */
+struct vms_altstack_range {
+    char *lo, *hi;
+};
+extern __thread struct vms_altstack_range vms__altstack_own __attribute__((tls_model("initial-exec")));
+/*
  * sigaltstack as the program sees it while the kernel keeps this thread's
  * alternate stack of ours: the program's own, recorded, read back as set.
  * False when the thread has none of ours in place (the call is the

@@ -566,7 +566,7 @@ static int run_table(const char *why, bool at_exit)
         munmap(m, guard + TABLE_STACK);
         return make_table(why, at_exit);
     }
-    vms__call_on_stack(m + guard + TABLE_STACK, table_on_side_stack, &c, 0);
+    vms__call_on_stack(m + guard + TABLE_STACK, table_on_side_stack, &c);
     munmap(m, guard + TABLE_STACK);
     return c.rc;
 }

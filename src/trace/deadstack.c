@@ -39,7 +39,7 @@
 #define MINCORE_PAGES 64
 #define SEGS_MAX 1024          /* executable segments of the process, at most */
 #define ALTSTACK_NEEDED ((size_t)16 << 10)
-#define OWN_SLACK 256          /* below the stack pointer at the switch: the calls made before it */
+#define OWN_SLACK 256          /* with no alternate stack: below the stack pointer, what the first calls write */
 #define TOP_SLACK 64           /* a fiber's first frame: its zero return address this near the top */
 #define RED_ZONE VMS_ARCH_RED_ZONE /* what a leaf function may use below its stack pointer */
 #define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
@@ -146,23 +146,40 @@ void vms__dead_zero(uintptr_t lo, uintptr_t below)
 
 /* ---- running on the alternate signal stack ---- */
 
+/* What the call on the alternate stack needs, kept in the frame that leaves the task's. */
+struct off_stack {
+    void (*fn)(void *, uintptr_t);
+    void *arg;
+    char *lo, *hi;
+};
+
+/* First on the alternate stack, not instrumented: nothing instrumented runs there before its old redzones are gone. */
+__attribute__((no_sanitize_address)) static void on_altstack(void *p, uintptr_t left)
+{
+    struct off_stack *o = p;
+
+#ifdef VMS_SAN_ADDRESS
+    /* Frames of handlers that never returned normally may have left their redzones. */
+    __asan_unpoison_memory_region(o->lo, (size_t)(o->hi - o->lo));
+#endif
+    o->fn(o->arg, left);
+}
+
+/*
+ * No call before the switch, whose own two words are the lowest it
+ * writes: the rest below is still the task's, exactly (a task whose
+ * deepest frames were shallow keeps its chain).
+ */
 void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
 {
-    uintptr_t sp, top;
-    stack_t ss;
+    struct off_stack o = {fn, arg, vms__altstack_own.lo, vms__altstack_own.hi};
+    uintptr_t sp = vms__arch_sp();
 
-    sp = vms__arch_sp();
-    if (vms__altstack_kernel(NULL, &ss) || (ss.ss_flags & (SS_DISABLE | SS_ONSTACK)) || ss.ss_size < ALTSTACK_NEEDED) {
+    if (!o.hi || (size_t)(o.hi - o.lo) < ALTSTACK_NEEDED || (sp >= (uintptr_t)o.lo && sp < (uintptr_t)o.hi)) {
         fn(arg, sp - OWN_SLACK); /* in place: what the task wrote right below here may be lost */
         return;
     }
-    top = ((uintptr_t)ss.ss_sp + ss.ss_size) & ~(uintptr_t)15;
-#ifdef VMS_SAN_ADDRESS
-    /* Frames of handlers that never returned normally may have left their redzones. */
-    __asan_unpoison_memory_region(ss.ss_sp, ss.ss_size);
-#endif
-    sp -= OWN_SLACK;
-    vms__call_on_stack((void *)top, fn, arg, sp);
+    vms__call_on_stack((void *)((uintptr_t)o.hi & ~(uintptr_t)15), on_altstack, &o);
 }
 
 /* ---- the process's code, as it is when a scan begins ---- */

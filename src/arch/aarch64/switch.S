@@ -165,8 +165,9 @@ vms__fiber_launch:
     .size   vms__fiber_launch, .-vms__fiber_launch
 
 /*
- * void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg, uintptr_t arg2)
- * The frame pointer keeps the way back (and the CFA) while fn runs on the other stack.
+ * void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t left), void *arg)
+ * The frame pointer keeps the way back (and the CFA) while fn runs on the
+ * other stack; it is also the lowest word written on the stack left.
  */
     .globl  vms__call_on_stack
     .hidden vms__call_on_stack
@@ -185,7 +186,7 @@ vms__call_on_stack:
     mov     sp, x0
     mov     x9, x1
     mov     x0, x2
-    mov     x1, x3
+    mov     x1, x29
     blr     x9
     mov     sp, x29
     .cfi_def_cfa sp, 16

@@ -132,8 +132,9 @@ vms__fiber_launch:
     .size   vms__fiber_launch, .-vms__fiber_launch
 
 /*
- * void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t), void *arg, uintptr_t arg2)
- * The frame pointer keeps the way back (and the CFA) while fn runs on the other stack.
+ * void vms__call_on_stack(void *top, void (*fn)(void *, uintptr_t left), void *arg)
+ * The frame pointer keeps the way back (and the CFA) while fn runs on the
+ * other stack; it is also the lowest word written on the stack left.
  */
     .globl  vms__call_on_stack
     .hidden vms__call_on_stack
@@ -149,7 +150,7 @@ vms__call_on_stack:
     movq    %rdi, %rsp
     movq    %rsi, %rax
     movq    %rdx, %rdi
-    movq    %rcx, %rsi
+    movq    %rbp, %rsi
     call    *%rax
     movq    %rbp, %rsp
     .cfi_def_cfa_register rsp
