@@ -74,7 +74,7 @@ static TLS_IE int alt_ready;           /* this thread has its altstack (or is ge
 static TLS_IE vms_stack alt;
 static TLS_IE stack_t alt_prev;        /* the program's own altstack (before ours, or set since), restored at exit */
 static TLS_IE uintptr_t passed_ip, passed_addr; /* the last fault this thread passed on */
-static TLS_IE char *report_area;       /* the top REPORT_BYTES of alt, or NULL */
+/* alt below its top REPORT_BYTES, the report area, which starts at hi; NULLs without alt */
 TLS_IE struct vms_altstack_range vms__altstack_own;
 static TLS_IE sigjmp_buf *nested_env;  /* armed: a fault while unwinding jumps here */
 static pthread_key_t alt_key;
@@ -506,8 +506,8 @@ static void handler_returned(const struct vms_fault *f)
 static void handle(struct vms_fault *f, siginfo_t *si)
 {
     char small[SMALL_REPORT_BYTES];
-    char *text = report_area ? report_area : small;
-    size_t cap = report_area ? REPORT_BYTES : sizeof small;
+    char *text = vms__altstack_own.hi ? vms__altstack_own.hi : small;
+    size_t cap = vms__altstack_own.hi ? REPORT_BYTES : sizeof small;
     struct vms_sbuf b = {text, cap - OUTCOME_BYTES, 0};
     enum vms_outcome o = VMS_OUT_ABORT;
 
@@ -579,7 +579,7 @@ static bool on_own_altstack(void)
 {
     char here;
 
-    return (uintptr_t)&here >= (uintptr_t)alt.base && (uintptr_t)&here < (uintptr_t)report_area;
+    return (uintptr_t)&here >= (uintptr_t)vms__altstack_own.lo && (uintptr_t)&here < (uintptr_t)vms__altstack_own.hi;
 }
 
 struct switched {
@@ -599,7 +599,7 @@ static void handle_switched(void *p, uintptr_t unused)
 {
     (void)unused;
     struct switched *s = p;
-    stack_t mine = {.ss_sp = alt.base, .ss_size = (size_t)(report_area - (char *)alt.base)};
+    stack_t mine = {.ss_sp = vms__altstack_own.lo, .ss_size = (size_t)(vms__altstack_own.hi - vms__altstack_own.lo)};
 
     s->swapped = vms__altstack_kernel(&mine, &s->theirs) == 0;
     handle(s->f, s->si);
@@ -613,11 +613,11 @@ static void handle_on_own_stack(struct vms_fault *f, siginfo_t *si)
 {
     struct switched s = {.f = f, .si = si};
 
-    if (!report_area || on_own_altstack()) {
+    if (!vms__altstack_own.hi || on_own_altstack()) {
         handle(f, si);
         return;
     }
-    vms__call_on_stack((char *)((uintptr_t)report_area & ~(uintptr_t)15), handle_switched, &s);
+    vms__call_on_stack((char *)((uintptr_t)vms__altstack_own.hi & ~(uintptr_t)15), handle_switched, &s);
     /* Back on the program's stack, which may be registered again now. */
     if (s.swapped)
         vms__altstack_kernel(&s.theirs, NULL);
@@ -737,14 +737,14 @@ int vms__altstack_ensure(void)
     t = vms__task_of(&alt);
     t->kind = VMS_TASK_ALTSTACK;
     strcpy(t->name, "altstack"); /* the tid is looked up if a report needs it: on this very thread */
-    report_area = (char *)alt.base + alt.size - REPORT_BYTES;
+    vms__altstack_own = (struct vms_altstack_range){alt.base, (char *)alt.base + alt.size - REPORT_BYTES};
     ss.ss_sp = alt.base;
     ss.ss_size = alt.size - REPORT_BYTES;
     if (vms__altstack_kernel(&ss, &alt_prev)) {
         rc = vms__fail(errno, "sigaltstack failed: %s", strerror(errno));
         atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
         vms_stack_free(&alt);
-        report_area = NULL;
+        vms__altstack_own = (struct vms_altstack_range){NULL, NULL};
         alt_ready = 0;
         return rc;
     }
@@ -755,7 +755,6 @@ int vms__altstack_ensure(void)
      * (the main thread, foreign stacks, a sanitizer's altstack to give
      * back) the destructor restores the previous one at thread exit.
      */
-    vms__altstack_own = (struct vms_altstack_range){alt.base, report_area};
     if ((alt_prev.ss_flags & SS_DISABLE) && (t = own_thread_task()))
         t->companion = (uint64_t)alt.id << 32 | alt.gen;
     else
@@ -772,9 +771,8 @@ int vms__altstack_drop(void)
         return vms__fail(EBUSY, "the alternate signal stack is in use: not from a signal handler");
     pthread_setspecific(alt_key, NULL);
     atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
-    vms__altstack_own = (struct vms_altstack_range){NULL, NULL};
     vms_stack_free(&alt);
-    report_area = NULL;
+    vms__altstack_own = (struct vms_altstack_range){NULL, NULL};
     alt_ready = 0;
     return 0;
 }
@@ -793,11 +791,11 @@ int vms__altstack_drop(void)
  */
 bool vms__altstack_program(const stack_t *ss, stack_t *old, int *rc)
 {
-    stack_t mine = {.ss_sp = alt.base, .ss_size = (size_t)(report_area - (char *)alt.base)}, now, kept;
+    stack_t mine = {.ss_sp = vms__altstack_own.lo, .ss_size = (size_t)(vms__altstack_own.hi - vms__altstack_own.lo)}, now, kept;
     stack_t was = alt_prev;
     sigset_t all, mask;
 
-    if (!report_area || vms__altstack_kernel(NULL, &now) || now.ss_sp != mine.ss_sp)
+    if (!vms__altstack_own.hi || vms__altstack_kernel(NULL, &now) || now.ss_sp != mine.ss_sp)
         return false; /* none of ours, or the program set one past this call: the kernel's own answer */
     if ((now.ss_flags & SS_ONSTACK) && !(was.ss_flags & SS_DISABLE))
         was.ss_flags |= SS_ONSTACK; /* the program's handlers run on ours where they would have run on its own */

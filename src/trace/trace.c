@@ -214,6 +214,18 @@ static void wire_remove(const struct task *t, uintptr_t top)
 }
 
 /*
+ * The end of a move (or of a task's window): the old window is gone,
+ * counted before it stops being known (see gone_meanwhile), and the next
+ * mover may go.
+ */
+static void move_done(struct task *t)
+{
+    atomic_fetch_add_explicit(&windows_gone, 1, memory_order_seq_cst);
+    atomic_store_explicit(&t->moving, 0, memory_order_release);
+    atomic_store_explicit(&t->mover, 0, memory_order_release);
+}
+
+/*
  * Moves t's window from the one ending at old to below `used` (the lowest
  * byte known touched), at least one page down; none once nothing is left
  * above the stack's bottom page: the real guard below takes over.  One
@@ -244,9 +256,7 @@ static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
             t->lost = true;
         }
     }
-    atomic_fetch_add_explicit(&windows_gone, 1, memory_order_seq_cst);
-    atomic_store_explicit(&t->moving, 0, memory_order_release);
-    atomic_store_explicit(&t->mover, 0, memory_order_release);
+    move_done(t);
 }
 
 static bool in_window(const struct task *t, uintptr_t top, uintptr_t addr)
@@ -1030,9 +1040,7 @@ static void task_close(struct task *t, uintptr_t sp)
     atomic_store_explicit(&t->wire, 0, memory_order_seq_cst);
     if (wire)
         wire_remove(t, wire);
-    atomic_fetch_add_explicit(&windows_gone, 1, memory_order_seq_cst);
-    atomic_store_explicit(&t->moving, 0, memory_order_release);
-    atomic_store_explicit(&t->mover, 0, memory_order_release);
+    move_done(t);
     if (dead_result(t, sp, &c)) {
         if (opts.warn_frame)
             check_dead_frames(t, &c);
