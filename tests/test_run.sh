@@ -8,6 +8,14 @@ case_=$1 vmstack=$2 bin=$3
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
+. "$(dirname "$0")/keeper.sh"
+# wait_ready FILE: until the program in the background wrote its "ready" line there.
+wait_ready() {
+    wr=0
+    until grep -q '^ready' "$1"; do
+        wr=$((wr + 1)); [ $wr -lt 400 ] || fail "the program never got ready: $(cat "$1")"; sleep 0.05
+    done
+}
 skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
 
 # json FILE PYTHON-EXPR: evaluates EXPR with t = the table's threads, r = the table.
@@ -37,29 +45,47 @@ plain_vs_run() {
 
 case $case_ in
 usage)
-    # Bad usage: one line on stderr, exit 2.
+    # As env(1): bad usage is one line on stderr and exit 125; a program not found 127, found but
+    # not runnable (not executable, a directory, not a program vmstack can load into) 126, with
+    # the reason.
     printf 'not a program\n' > "$tmp/data"; chmod +x "$tmp/data"
-    for args in "" "--" "-- /nonexistent/prog" "-- no-such-program-xyz" "--stack-size 12345 -- true" \
+    printf 'not executable\n' > "$tmp/noexec"
+    for args in "" "--" "--stack-size 12345 -- true" \
                 "--stack-size abc -- true" "--stack-size 8K -- true" "--guard 0 -- true" \
                 "--report-signal NOSUCH -- true" "--report-signal KILL -- true" "--bogus -- true" \
-                "--output /nonexistent/dir/f -- true" "-- $tmp/data" "-- $bin/run_static"; do
+                "--output /nonexistent/dir/f -- true"; do
         for sub in trace run; do
             # shellcheck disable=SC2086
             "$vmstack" $sub $args > "$tmp/out" 2> "$tmp/err"; rc=$?
-            [ "$rc" = 2 ] || fail "vmstack $sub $args: exit $rc, expected 2"
+            [ "$rc" = 125 ] || fail "vmstack $sub $args: exit $rc, expected 125"
             [ "$(wc -l < "$tmp/err")" = 1 ] || fail "vmstack $sub $args: not one line: $(cat "$tmp/err")"
             grep -q "^vmstack $sub: .* (see 'vmstack $sub --help')\$" "$tmp/err" ||
                 fail "vmstack $sub $args: $(cat "$tmp/err")"
+        done
+    done
+    for sub in trace run; do
+        for want in "127 /nonexistent/prog: No such file or directory" \
+                    "127 no-such-program-xyz: No such file or directory" \
+                    "126 $tmp/noexec: Permission denied" "126 $tmp: Is a directory"; do
+            code=${want%% *} prog=${want#* }; prog=${prog%: *}
+            "$vmstack" $sub -- "$prog" > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = "$code" ] && [ "$(cat "$tmp/err")" = "vmstack $sub: cannot run ${want#* }" ] ||
+                fail "vmstack $sub -- $prog: exit $rc, expected $code: $(cat "$tmp/err")"
+        done
+        for prog in "$tmp/data" "$bin/run_static"; do
+            "$vmstack" $sub -- "$prog" > "$tmp/out" 2> "$tmp/err"; rc=$?
+            [ "$rc" = 126 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^vmstack $sub: $prog is " "$tmp/err" ||
+                fail "vmstack $sub -- $prog: exit $rc, expected 126: $(cat "$tmp/err")"
         done
     done
     grep -q 'not dynamically linked' "$tmp/err" || fail "static program: $(cat "$tmp/err")"
     # Each command names itself, trace too though run does the checking; an inherited VMSTACK_RUN_TRACE
     # (a run in a traced program's tree) does not make run a trace.
     "$vmstack" trace --output /nonexistent/dir/f -- true > "$tmp/out" 2> "$tmp/err"; rc=$?
-    [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "vmstack trace: --output /nonexistent/dir/f: cannot create files in /nonexistent/dir: No such file or directory (see 'vmstack trace --help')" ] ||
+    [ "$rc" = 125 ] && [ "$(cat "$tmp/err")" = "vmstack trace: --output /nonexistent/dir/f: cannot create files in /nonexistent/dir: No such file or directory (see 'vmstack trace --help')" ] ||
         fail "trace --output into a missing directory: exit $rc: $(cat "$tmp/err")"
     VMSTACK_RUN_TRACE=1 "$vmstack" run --folded "$tmp/f" -- true > "$tmp/out" 2> "$tmp/err"; rc=$?
-    [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "vmstack run: --folded is an option of 'vmstack trace' (see 'vmstack run --help')" ] ||
+    [ "$rc" = 125 ] && [ "$(cat "$tmp/err")" = "vmstack run: --folded is an option of 'vmstack trace' (see 'vmstack run --help')" ] ||
         fail "run --folded with VMSTACK_RUN_TRACE=1: exit $rc: $(cat "$tmp/err")"
     # Options take their value after '=' or as the next word; options stop at PROG.
     "$vmstack" run --stack-size=1M --guard=64K -- true || fail "--stack-size=1M"
@@ -140,8 +166,8 @@ script_interpreter)
             static) want="$bin/run_static cannot run under vmstack $sub: it is not dynamically linked: LD_PRELOAD cannot reach it" ;;
             *) want="/nonexistent/sh cannot run under vmstack $sub: it cannot be read" ;;
             esac
-            [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] &&
-                [ "$(cat "$tmp/err")" = "vmstack $sub: $tmp/$s is a script whose interpreter $want (see 'vmstack $sub --help')" ] ||
+            [ "$rc" = 126 ] && [ ! -s "$tmp/out" ] &&
+                [ "$(cat "$tmp/err")" = "vmstack $sub: $tmp/$s is a script whose interpreter $want" ] ||
                 fail "$sub $s: exit $rc: $(cat "$tmp/err")"
         done
     done
@@ -165,9 +191,12 @@ rlimit_as)
             > "$tmp/out" 2> "$tmp/err"; rc=$?
         [ "$rc" = 0 ] && grep -qx "vmstack $sub: run_recurse (pid [0-9]*) runs without guarded stacks: could not reserve 102[0-9] MiB of address space for 1024 KiB stacks: the address space is used up or RLIMIT_AS (ulimit -v) leaves too little of it; lower VMSTACK_RESERVE" "$tmp/err" &&
             [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$sub: VMSTACK_RESERVE=1G: exit $rc: $(cat "$tmp/err")"
-        (ulimit -v 40000; exec "$vmstack" $sub -- "$bin/run_recurse" 10) > "$tmp/out" 2> "$tmp/err"; rc=$?
-        [ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "vmstack $sub: cannot map the 64 MiB the table is kept in: RLIMIT_AS (ulimit -v) is 40000 KiB; raise it by as much" ] ||
-            fail "$sub: ulimit -v 40000: exit $rc: $(cat "$tmp/err")"
+        # Too little room for the keeper's memory: the program runs guarded, its table at exit whole, and
+        # one line says that a table after a fatal signal would be lost.
+        (ulimit -v 40000; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_recurse" 10) > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && [ "$(cat "$tmp/err")" = "vmstack $sub: cannot map the 64 MiB a table after a fatal signal is kept in: RLIMIT_AS (ulimit -v) is 40000 KiB; raise it by as much, or such a table is lost" ] &&
+            grep -Eq '^ +[0-9]+  run_recurse +deep_thread +8M +[0-9]+K +[0-9]+ +[0-9.]+%$' "$tmp/t" ||
+            fail "$sub: ulimit -v 40000: exit $rc: $(cat "$tmp/err" "$tmp/t")"
     done
     ;;
 threads100)
@@ -265,7 +294,7 @@ table_exit)
     ;;
 table_exit_group|table_abort|table_sigkill)
     # No exit handler can run: the program's keeper makes the table from the memory the
-    # program left, the launcher writes it, and the status is the program's.  Both threads
+    # program left and writes it once the program has ended; the status is the program's.  Both threads
     # are in it: the one that ran (its peak) and the one still running when the program ended.
     case $case_ in
     table_exit_group) how=exit_group want=7 when='exit_group' ;;
@@ -274,7 +303,8 @@ table_exit_group|table_abort|table_sigkill)
     esac
     for sub in run trace; do
         rm -f "$tmp/t"
-        (ulimit -c 0; exec "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" $how) > "$tmp/out" 2> "$tmp/err"
+        keeper_run "$tmp/err" sh -c 'ulimit -c 0; exec "$@"' sh "$vmstack" $sub --output "$tmp/t" -- \
+            "$bin/run_exitpath" $how > "$tmp/out"
         rc=$?
         [ "$rc" = "$want" ] || fail "$sub $how: exit $rc, expected $want: $(cat "$tmp/err")"
         [ ! -s "$tmp/err" ] || fail "$sub $how: stderr: $(cat "$tmp/err")"
@@ -301,11 +331,84 @@ valgrind)
 emfile)
     # A program that used up its descriptors: exit 0, and the table in FILE all the same.
     for sub in run trace; do
-        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" emfile 2> "$tmp/err"; rc=$?
+        keeper_run "$tmp/err" "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" emfile; rc=$?
         [ "$rc" = 0 ] || fail "$sub: exit $rc: $(cat "$tmp/err")"
         [ ! -s "$tmp/err" ] || fail "$sub: stderr: $(cat "$tmp/err")"
         grep -q '^vmstack run: stack usage of run_exitpath (pid [0-9]*) at exit$' "$tmp/t" &&
             grep -q '^ *[0-9]*  run_exitpath  *main  ' "$tmp/t" || fail "$sub: table: $(cat "$tmp/t")"
+    done
+    ;;
+exec_pid)
+    # vmstack run becomes the program (exec): the pid and the parent it was started with.
+    for sub in run trace; do
+        sh -c 'echo "$$ $PPID"; exec "$@"' sh "$vmstack" $sub --output "$tmp/t" -- sh -c 'echo "$$ $PPID"' \
+            > "$tmp/out" 2> "$tmp/err" || fail "$sub: exit status: $(cat "$tmp/err")"
+        [ "$(wc -l < "$tmp/out")" = 2 ] && [ "$(sed -n 1p "$tmp/out")" = "$(sed -n 2p "$tmp/out")" ] ||
+            fail "$sub: pid and parent before and after: $(cat "$tmp/out")"
+    done
+    ;;
+exec_sigqueue)
+    # A sigqueue payload and its sender reach the program as sent: no relay in between.
+    for sub in run trace; do
+        : > "$tmp/out"
+        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_signals" queue > "$tmp/out" 2> "$tmp/err" &
+        pid=$!
+        wait_ready "$tmp/out"
+        [ "$(sed -n 's/^ready //p' "$tmp/out")" = "$pid" ] || fail "$sub: the program is not the started pid $pid: $(cat "$tmp/out")"
+        "$bin/run_signals" send "$pid" 4242 & sender=$!
+        wait $sender || fail "$sub: sigqueue failed"
+        wait $pid || fail "$sub: exit status: $(cat "$tmp/err")"
+        grep -qx "code SI_QUEUE value 4242 sender $sender" "$tmp/out" || fail "$sub: $(cat "$tmp/out")"
+    done
+    ;;
+exec_group_term)
+    # A SIGTERM to the program's process group (timeout(1) sends one) arrives once, 20 of 20 runs.
+    command -v setsid > /dev/null || skip "setsid not installed"
+    for sub in run trace; do
+        for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+            : > "$tmp/out"
+            setsid "$vmstack" $sub --output "$tmp/t" -- "$bin/run_signals" terms > "$tmp/out" 2> "$tmp/err" &
+            job=$!
+            wait_ready "$tmp/out"
+            pid=$(sed -n 's/^ready //p' "$tmp/out")
+            kill -TERM "-$pid" || fail "$sub ($i): the program $pid leads no process group"
+            wait $job
+            while kill -0 "$pid" 2> /dev/null; do sleep 0.05; done
+            grep -qx 'terms 1' "$tmp/out" || fail "$sub ($i): $(cat "$tmp/out" "$tmp/err")"
+        done
+    done
+    ;;
+exec_stop)
+    # Job control as plain: SIGSTOP stops the program itself, SIGCONT goes on.
+    for sub in run trace; do
+        : > "$tmp/out"
+        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_signals" terms > "$tmp/out" 2> "$tmp/err" &
+        pid=$!
+        wait_ready "$tmp/out"
+        kill -STOP "$pid"
+        i=0
+        until [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat")" = T ]; do
+            i=$((i + 1)); [ $i -lt 100 ] || fail "$sub: not stopped"; sleep 0.05
+        done
+        kill -CONT "$pid"; kill -TERM "$pid"
+        wait $pid
+        grep -qx 'terms 1' "$tmp/out" || fail "$sub: $(cat "$tmp/out" "$tmp/err")"
+    done
+    ;;
+exec_subreaper)
+    # A child subreaper that runs vmstack run reaps its own child first, with the program's status.
+    # The keeper, which outlives the program by the moment it takes to write the table, is then
+    # the subreaper's too, as 'strace -D's tracer is (the README's limits): one more, never before.
+    for sub in run trace; do
+        for how in exit_group sigkill; do
+            "$bin/run_signals" subreaper "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" $how \
+                > "$tmp/out" 2> "$tmp/err"
+            case $how in exit_group) want=1792 ;; sigkill) want=9 ;; esac
+            [ "$(sed -n 2p "$tmp/out")" = "reaped child status $want" ] && [ "$(wc -l < "$tmp/out")" -le 3 ] &&
+                ! sed -n '3,$p' "$tmp/out" | grep -qv '^reaped other status 0$' ||
+                fail "$sub $how: $(cat "$tmp/out" "$tmp/err")"
+            grep -q "^vmstack run: stack usage of run_exitpath" "$tmp/t" || fail "$sub $how: no table: $(cat "$tmp/t")"
+        done
     done
     ;;
 *)

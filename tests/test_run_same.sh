@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # What a program observes is the same plain and under 'vmstack run' and
 # 'vmstack trace' (the table goes to --output): thread attributes, joins,
-# signal dispositions, LD_PRELOAD order, the launcher's stack.
+# signal dispositions, LD_PRELOAD order, vmstack run's own stack.
 # usage: test_run_same.sh CASE VMSTACK BINDIR   (BINDIR holds the run_* programs)
 # Exit 0 pass, 1 fail, 77 skip (a program it needs is not installed).
 set -u
@@ -286,7 +286,7 @@ secure)
         for mode in run trace; do
             setpriv --reuid=nobody --regid=nogroup --clear-groups "$vmstack" $mode -- "$tmp/$prog" \
                 > "$tmp/out" 2> "$tmp/err"; rc=$?
-            [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "vmstack $mode: $tmp/$prog $why: it runs in secure-execution mode, where the dynamic loader ignores vmstack; --allow-unprotected runs it without vmstack (see 'vmstack $mode --help')" ] ||
+            [ "$rc" = 126 ] && [ "$(cat "$tmp/err")" = "vmstack $mode: $tmp/$prog $why: it runs in secure-execution mode, where the dynamic loader ignores vmstack; --allow-unprotected runs it without vmstack (see 'vmstack $mode --help')" ] ||
                 fail "$mode $prog: exit $rc: $(cat "$tmp/err")"
             setpriv --reuid=nobody --regid=nogroup --clear-groups "$vmstack" $mode --allow-unprotected -- "$tmp/$prog" \
                 > "$tmp/out" 2> "$tmp/err"; rc=$?
@@ -316,8 +316,8 @@ small_stack_descendants)
     done
     ;;
 small_stack)
-    # The launcher runs where the program does: under 'ulimit -S -s 16', every frame of its own under 4 KiB
-    # (static functions inlined into cmd_run count in its frame; its messages are formatted in static
+    # vmstack run runs where the program does: under 'ulimit -S -s 16', every frame of its own under 4 KiB
+    # (static functions inlined into run_main count in its frame; its messages are formatted in static
     # memory, tools/say.c).  The dynamic loader gets the room it needs
     # to preload vmstack, and the program its own limit back: the same soft and hard limits, the same
     # stack mapping (so its main thread overflows where it would), the same default thread stack.
@@ -351,19 +351,19 @@ small_stack)
         [ "$(head -1 "$tmp/err")" = "vmstack $mode: the hard stack limit (16384 bytes) is below the 65536 the dynamic loader may need to preload vmstack into /usr/bin/true: it may die before it starts; raise it with 'ulimit -H -s'" ] ||
             fail "hard limit of 16K, $mode: $(cat "$tmp/err")"
     done
-    # There the launcher cannot raise its own limit either: its messages must fit in what is left.
+    # There vmstack run cannot raise its own limit either: its messages must fit in what is left.
     for mode in run trace; do
         for i in 1 2 3 4 5 6 7 8; do
             env -i PATH=/usr/bin:/bin sh -c 'ulimit -s 16 && exec "$@"' sh "$vmstack" $mode --output "$tmp/none/table" \
                 -- true > "$tmp/out" 2> "$tmp/err"; rc=$?
-            [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = "vmstack $mode: --output $tmp/none/table: cannot create files in $tmp/none: No such file or directory (see 'vmstack $mode --help')" ] ||
+            [ "$rc" = 125 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = "vmstack $mode: --output $tmp/none/table: cannot create files in $tmp/none: No such file or directory (see 'vmstack $mode --help')" ] ||
                 fail "--output into a missing directory under a hard limit of 16K, $mode ($i): exit $rc: $(cat "$tmp/out" "$tmp/err")"
         done
     done
     "$vmstack" checkstack --min 0 "$vmstack" > "$tmp/frames" || fail "checkstack: $(cat "$tmp/frames")"
-    awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|cmd_say|cmd_usage_error|cmd_launch|run_gnuplot_ready|vms__run_write_output|check_output|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
+    awk '$3 ~ /^(main|cmd_run|cmd_trace|cmd_options|cmd_say|cmd_usage_error|run_main|gnuplot_ready|check_files|check_file|check_environment|check_config_var|find_program|program_problem|elf_problem|sanitizer_runtime|preload_list|set_env|cmd_find_lib)$/ {
             n++; if ($2 >= 4096) { print; bad = 1 } }
-         END { exit bad || n < 5 }' "$tmp/frames" || fail "launcher frames of 4 KiB or more, or not found"
+         END { exit bad || n < 5 }' "$tmp/frames" || fail "vmstack run frames of 4 KiB or more, or not found"
     ;;
 *)
     fail "no such case"

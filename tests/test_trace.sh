@@ -176,7 +176,7 @@ for args in "" "--warn-depth 0 -- true" "--warn-depth 101 -- true" "--warn-frame
     "--warn-frame -- true" "--frobnicate -- true" "--warn-depth"; do
     err=$("$VMSTACK" trace $args 2>&1 > /dev/null)
     rc=$?
-    [ $rc = 2 ] || fail "'trace $args': exit $rc, not 2"
+    [ $rc = 125 ] || fail "'trace $args': exit $rc, not 125"
     [ "$(echo "$err" | wc -l)" = 1 ] || fail "'trace $args': not one line: $err"
 done
 

@@ -28,7 +28,7 @@ grep -q "^main thread 'prog' (pid [0-9]*): [0-9]* of [0-9]* stack bytes deep, [1
     "$TMP/plain.txt" || fail "plain: no tripwire fault: $(cat "$TMP/plain.txt")"
 grep -q 'ptraced' "$TMP/plain.txt" && fail "plain: says ptraced"
 
-# The program itself ptraced (strace -f follows the launcher's child).
+# The program itself ptraced (strace -f of vmstack run follows the program it becomes).
 if command -v strace > /dev/null 2>&1; then
     strace -f -o "$TMP/strace.log" "$VMSTACK" trace --output "$TMP/st.txt" -- "$TMP/prog" > "$TMP/st.out" ||
         fail "strace -f vmstack trace: exit $?"

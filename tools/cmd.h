@@ -8,8 +8,10 @@
 #include <stdio.h>
 
 /*
- * Exit codes of every subcommand: 0 success, 1 failure, 2 bad usage.  Bad
- * usage prints one line "vmstack SUB: REASON (see 'vmstack SUB --help')".
+ * Exit codes of every subcommand: 0 success, 1 failure, 2 bad usage; run
+ * and trace, wrappers, end with their program's status and fail as env
+ * does (run.c).  Bad usage prints one line "vmstack SUB: REASON (see
+ * 'vmstack SUB --help')".
  */
 enum { CMD_OK = 0, CMD_FAIL = 1, CMD_USAGE = 2 };
 
@@ -21,20 +23,14 @@ struct cmd {
 
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-/* argv[0] "run", or "trace" from cmd_trace: the command the messages name, and whether the program is traced. */
+/*
+ * argv[0] "run", or "trace" from cmd_trace: the command the messages name,
+ * and whether the program is traced.  Returns only when the program could
+ * not be run: 125, 126 or 127 as env(1).
+ */
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv); /* tools/trace.c */
 int cmd_checkstack(int argc, char **argv);
-
-/*
- * 'vmstack run' and 'trace' (launch.c): forks.  Returns 0 in the child,
- * which goes on to exec PROG at path, and -1 after a message when it
- * cannot; the launcher never returns: it waits, writes the table (to
- * output, an absolute path, or stderr), then the files post asks for
- * (--folded, --plot; runpost.h), and ends as the program ended.
- */
-struct run_post;
-int cmd_launch(const char *sub, const char *path, const char *output, const struct run_post *post);
 
 /*
  * A companion file of the tool (libdir.c): next to the binary, else in its
@@ -44,7 +40,7 @@ bool cmd_find_lib(const char *name, char *out, size_t n);
 
 /*
  * The command's messages to stderr (say.c), safe on a small stack: the
- * launcher may have 16 KiB in all and no way to raise it.  cmd_say writes
+ * wrapper may have 16 KiB in all and no way to raise it.  cmd_say writes
  * fmt's text (a line, its newline included) with one write(2).
  */
 void cmd_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

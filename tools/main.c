@@ -21,7 +21,7 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
     fprintf(f, "\n'vmstack COMMAND --help' describes a command; man vmstack(1) has the details.\n"
-               "Exit status: 0 success, 1 failure, 2 bad usage.\n");
+               "Exit status: 0 success, 1 failure, 2 bad usage; run and trace: the program's, or 125, 126, 127 as env(1).\n");
 }
 
 int main(int argc, char **argv)

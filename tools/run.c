@@ -3,9 +3,12 @@
  * 'vmstack run [options] -- PROG ARGS': runs an unmodified, dynamically
  * linked program with libvmstack-preload.so preloaded.  The options reach
  * the preload library as VMSTACK_RUN_* variables (src/preload/preload.h).
- * The program runs in a child (launch.c); this process waits, writes the
- * table the program left in shared memory however it ended, and ends as
- * the program ended: its exit status, or death by its signal.
+ * A wrapper in the manner of env and nice: it checks everything it can,
+ * then execs the program, which keeps this process's pid, parent, signals
+ * and status.  What must outlive the program (the table after a fatal
+ * signal) is the preload's keeper's (src/preload/keeper.c).  Its own
+ * failures exit as env's do: 125 when vmstack fails or is used wrongly,
+ * 126 when the program is found but cannot run, 127 when it is not found.
  *
  * The preload library is looked for next to the vmstack binary (the build
  * tree) and then at VMS_PRELOAD_REL relative to it (the installed layout,
@@ -13,7 +16,6 @@
  */
 #include "cmd.h"
 #include "core/internal.h"
-#include "runpost.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -48,7 +50,10 @@ static void help(void)
            "stack it brings, reported as \"user stack\"), every thread and the main one\n"
            "get an alternate signal stack, and a stack overflow in any of them gives\n"
            "an overflow report before the process dies by SIGSEGV.  At exit a table\n"
-           "shows each thread's peak stack use.  The exit status is the program's.\n\n"
+           "shows each thread's peak stack use.  The program replaces this process\n"
+           "(same pid, same parent, same signals); the exit status is the program's,\n"
+           "or 125 when vmstack fails or is used wrongly, 126 when PROG is found but\n"
+           "cannot run, 127 when it is not found.\n\n"
            "Options:\n"
            "  --guard SIZE          guard below each thread stack (default " RUN_DEFAULT_GUARD ")\n"
            "  --stack-size SIZE     stack size of threads that ask for none (default:\n"
@@ -121,36 +126,51 @@ static int check_signal(const char *v)
 }
 
 /*
- * The absolute path FILE will have, after checking that its directory takes
- * new files (the table replaces FILE by a rename), or, for what is not a
- * regular file (/dev/stdout, a FIFO), that it can be written.
+ * The absolute path FILE (of option opt) will have, after checking that
+ * its directory takes new files (FILE is replaced by a rename), or, for
+ * what is not a regular file (/dev/stdout, a FIFO), that it can be
+ * written.
  */
-static int check_output(const char *v, char *abs, size_t n)
+static int check_file(const char *opt, const char *v, char *abs, size_t n)
 {
     static char dir[PATH_MAX]; /* not on the stack, as cmd_run's paths */
     const char *slash = strrchr(v, '/');
     struct stat sb;
 
     if (!*v || (slash && !slash[1]))
-        return cmd_usage_error(sub, "--output '%s': not a file name", v);
+        return cmd_usage_error(sub, "%s '%s': not a file name", opt, v);
     if (stat(v, &sb) == 0 && !S_ISREG(sb.st_mode)) {
         if (S_ISDIR(sb.st_mode) || access(v, W_OK))
-            return cmd_usage_error(sub, "--output %s: cannot be written", v);
-        return (size_t)snprintf(abs, n, "%s", v) < n ? 0 : cmd_usage_error(sub, "--output %s: path too long", v);
+            return cmd_usage_error(sub, "%s %s: cannot be written", opt, v);
+        return (size_t)snprintf(abs, n, "%s", v) < n ? 0 : cmd_usage_error(sub, "%s %s: path too long", opt, v);
     }
     if (v[0] == '/')
         snprintf(dir, sizeof dir, "%.*s", slash == v ? 1 : (int)(slash - v), v);
     else if (!getcwd(dir, sizeof dir))
-        return cmd_usage_error(sub, "--output %s: cannot tell the current directory", v);
+        return cmd_usage_error(sub, "%s %s: cannot tell the current directory", opt, v);
     else if (slash)
         snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%.*s", (int)(slash - v), v);
     if (access(dir, W_OK | X_OK))
-        return cmd_usage_error(sub, "--output %s: cannot create files in %s: %s", v, dir, strerror(errno));
-    if (v[0] == '/')
-        snprintf(abs, n, "%s", v);
-    else
-        snprintf(abs, n, "%s/%s", dir, slash ? slash + 1 : v);
+        return cmd_usage_error(sub, "%s %s: cannot create files in %s: %s", opt, v, dir, strerror(errno));
+    if ((size_t)(v[0] == '/' ? snprintf(abs, n, "%s", v) : snprintf(abs, n, "%s/%s", dir, slash ? slash + 1 : v)) >= n)
+        return cmd_usage_error(sub, "%s %s: path too long", opt, v);
     return 0;
+}
+
+/* 0 if gnuplot is on PATH, else the usage error. */
+static int gnuplot_ready(void)
+{
+    const char *path = getenv("PATH");
+    static char file[PATH_MAX]; /* not on the stack: see cmd_run */
+
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(file, sizeof file, "%.*s/gnuplot", (int)n, p);
+        if (n && access(file, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
 }
 
 enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED, OPT_PLOT, OPT_FOLDED };
@@ -189,13 +209,13 @@ static int on_option(void *ctx, int opt, const char *v)
         return 0;
     case OPT_PLOT:
         a->plot = v;
-        return *v ? run_gnuplot_ready(sub) : cmd_usage_error(sub, "--plot '': not a file name");
+        return gnuplot_ready();
     case OPT_FOLDED:
         /* The chains come from the tracer: 'vmstack trace' hands this on. */
         if (strcmp(sub, "trace"))
             return cmd_usage_error(sub, "--folded is an option of 'vmstack trace'");
         a->folded = v;
-        return *v ? 0 : cmd_usage_error(sub, "--folded '': not a file name");
+        return 0;
     }
     return CMD_USAGE;
 }
@@ -297,24 +317,45 @@ static const char *secure_execution(const char *path)
 
 /* ---- checking the program ---- */
 
-/* PROG as given when it has a slash, else the first executable PROG in PATH. */
-static bool find_program(const char *prog, char *out, size_t n)
+/* 0 if path is a file this process may execute, else why not, as execve would say. */
+static int runnable(const char *path)
+{
+    struct stat sb;
+
+    if (stat(path, &sb))
+        return errno;
+    if (S_ISDIR(sb.st_mode))
+        return EISDIR;
+    if (!S_ISREG(sb.st_mode) || access(path, X_OK))
+        return EACCES;
+    return 0;
+}
+
+/*
+ * PROG as given when it has a slash, else the first executable PROG in
+ * PATH, into out: 0, or why not (as execvp: a PROG found but not
+ * executable is EACCES, none at all ENOENT).
+ */
+static int find_program(const char *prog, char *out, size_t n)
 {
     const char *path = getenv("PATH");
-    struct stat sb;
+    int why = ENOENT, err;
 
     if (strchr(prog, '/')) {
         snprintf(out, n, "%s", prog);
-        return stat(out, &sb) == 0 && S_ISREG(sb.st_mode) && access(out, X_OK) == 0;
+        return runnable(out);
     }
     for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
         size_t len = strcspn(p, ":");
         snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", prog);
-        if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode) && access(out, X_OK) == 0)
-            return true;
+        if (!(err = runnable(out)))
+            return 0;
+        if (err != ENOENT && err != ENOTDIR)
+            why = err;
         p += len + (p[len] == ':');
     }
-    return false;
+    snprintf(out, n, "%s", prog);
+    return why;
 }
 
 #if defined(__aarch64__)
@@ -379,7 +420,7 @@ static const char *file_problem(const char *path, char *interp, size_t n)
 /* NULL if the program can run under the preload library: ELF checked, a script's interpreter too. */
 static const char *program_problem(const char *path)
 {
-    /* Not on the stack: the launcher may have 16 KiB. */
+    /* Not on the stack: vmstack run may have 16 KiB. */
     static char interp[256], why_interp[sizeof interp + 256];
     const char *why = file_problem(path, interp, sizeof interp);
 
@@ -532,7 +573,13 @@ static char *preload_list(const char *path, const char *preload)
     return ld;
 }
 
-static int set_env(const struct run_args *a, const char *path, const char *preload, const char *output)
+/* Sets name to v, or unsets it for NULL: nothing inherited stands for an option not given. */
+static int set_or_unset(const char *name, const char *v)
+{
+    return v ? setenv(name, v, 1) : unsetenv(name);
+}
+
+static int set_env(const struct run_args *a, const char *path, const char *preload)
 {
     char *ld, pid[24], sig[16];
     int rc;
@@ -547,7 +594,8 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
          setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
          setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
          (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
-         (output ? setenv("VMSTACK_RUN_OUTPUT", output, 1) : unsetenv("VMSTACK_RUN_OUTPUT")) |
+         set_or_unset("VMSTACK_RUN_OUTPUT", a->output) | set_or_unset("VMSTACK_RUN_PLOT", a->plot) |
+         set_or_unset("VMSTACK_RUN_FOLDED", a->folded) |
          (a->report_signal ? setenv("VMSTACK_RUN_REPORT_SIGNAL", sig, 1) : unsetenv("VMSTACK_RUN_REPORT_SIGNAL"));
     free(ld);
     return rc;
@@ -558,8 +606,8 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
  * RLIMIT_STACK leaves once the kernel's random offset of the stack top
  * (up to 8 KiB) and the environment are taken: under 'ulimit -s 16',
  * libm preloaded fails now and then, and every time with a few KiB of
- * environment.  The launcher raises its soft limit first thing, for its
- * own sake too (writing --output, the report); the program starts with
+ * environment.  vmstack run raises its soft limit first thing, for its
+ * own sake (its checks, its messages); the program starts with
  * it, and the library puts the program's own back before the program runs
  * (src/preload/stacklimit.c).  A hard limit that small cannot be raised:
  * that is said, once, since the loader may then kill the program before
@@ -599,15 +647,53 @@ static int pass_stack_limit(const char *path)
     return setenv("VMSTACK_RUN_STACK_LIMIT", num, 1);
 }
 
-int cmd_run(int argc, char **argv)
+/* The wrappers' exit statuses (env, nice, timeout): PROG not found, found but not runnable, our own failure. */
+enum { RUN_NOT_FOUND = 127, RUN_CANNOT_RUN = 126, RUN_FAILED = 125 };
+
+static int cannot_exec(const char *path, int err)
+{
+    cmd_say("vmstack %s: cannot run %s: %s\n", sub, path, strerror(err));
+    return err == ENOENT || err == ENOTDIR ? RUN_NOT_FOUND : RUN_CANNOT_RUN;
+}
+
+/* Without vmstack, after a line that says so: the loader would ignore it. */
+static int run_unprotected(const struct run_args *a, char **argv, const char *path, const char *why)
+{
+    if (!a->allow_unprotected) {
+        cmd_usage_error(sub, "%s %s: it runs in secure-execution mode, where the dynamic loader ignores vmstack; "
+                             "--allow-unprotected runs it without vmstack", path, why);
+        return RUN_CANNOT_RUN;
+    }
+    cmd_say("vmstack %s: %s %s: it runs without vmstack\n", sub, path, why);
+    if (stack_raised)
+        setrlimit(RLIMIT_STACK, &program_stack);
+    execv(path, argv + a->prog);
+    return cannot_exec(path, errno);
+}
+
+/* The files the options name, as absolute paths: the program may change its directory. */
+static int check_files(struct run_args *a)
+{
+    static char output[PATH_MAX], plot[PATH_MAX], folded[PATH_MAX];
+    int rc = 0;
+
+    if (a->output && !(rc = check_file("--output", a->output, output, sizeof output)))
+        a->output = output;
+    if (!rc && a->plot && !(rc = check_file("--plot", a->plot, plot, sizeof plot)))
+        a->plot = plot;
+    if (!rc && a->folded && !(rc = check_file("--folded", a->folded, folded, sizeof folded)))
+        a->folded = folded;
+    return rc;
+}
+
+static int run_main(int argc, char **argv)
 {
     struct run_args a = { 0 };
-    /* Not on the stack: the launcher must run under 'ulimit -s 16' as the program would. */
-    static char path[PATH_MAX], preload[PATH_MAX], output[PATH_MAX];
+    /* Not on the stack: 'vmstack run' must run under 'ulimit -s 16' as the program would. */
+    static char path[PATH_MAX], preload[PATH_MAX];
     const char *why;
     int rc;
 
-    sub = argv[0];
     raise_stack_limit();
     if ((rc = parse(argc, argv, &a)))
         return rc;
@@ -615,25 +701,18 @@ int cmd_run(int argc, char **argv)
         help();
         return CMD_OK;
     }
-    if (a.output && (rc = check_output(a.output, output, sizeof output)))
+    if ((rc = check_files(&a)))
         return rc;
-    if (!find_program(argv[a.prog], path, sizeof path))
-        return cmd_usage_error(sub, "%s: program not found", argv[a.prog]);
-    if ((why = program_problem(path)))
-        return cmd_usage_error(sub, "%s %s", path, why);
+    if ((rc = find_program(argv[a.prog], path, sizeof path)))
+        return cannot_exec(path, rc);
+    if ((why = program_problem(path))) {
+        cmd_say("vmstack %s: %s %s\n", sub, path, why);
+        return RUN_CANNOT_RUN;
+    }
     if ((rc = check_environment(sub)))
         return rc;
-    if ((why = secure_execution(path))) {
-        if (!a.allow_unprotected)
-            return cmd_usage_error(sub, "%s %s: it runs in secure-execution mode, where the dynamic loader "
-                                          "ignores vmstack; --allow-unprotected runs it without vmstack", path, why);
-        cmd_say("vmstack %s: %s %s: it runs without vmstack\n", sub, path, why);
-        if (stack_raised)
-            setrlimit(RLIMIT_STACK, &program_stack);
-        execv(path, argv + a.prog);
-        cmd_say("vmstack %s: cannot execute %s: %s\n", sub, path, strerror(errno));
-        return CMD_FAIL;
-    }
+    if ((why = secure_execution(path)))
+        return run_unprotected(&a, argv, path, why);
     if (!cmd_find_lib(PRELOAD_NAME, preload, sizeof preload)) {
         cmd_say("vmstack %s: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
                 "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n", sub);
@@ -643,14 +722,20 @@ int cmd_run(int argc, char **argv)
         cmd_say("vmstack %s: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", sub, preload);
         return CMD_FAIL;
     }
-    if (cmd_launch(sub, path, a.output ? output : NULL,
-                   &(struct run_post){ .sub = sub, .folded = a.folded, .plot = a.plot, .prog = argv[a.prog] }))
-        return CMD_FAIL;
-    if (set_env(&a, path, preload, a.output ? output : NULL) || pass_stack_limit(path)) {
+    if (set_env(&a, path, preload) || pass_stack_limit(path)) {
         cmd_say("vmstack %s: out of memory for the environment\n", sub);
         return CMD_FAIL;
     }
+    fflush(NULL);
     execv(path, argv + a.prog);
-    cmd_say("vmstack %s: cannot execute %s: %s\n", sub, path, strerror(errno));
-    return CMD_FAIL;
+    return cannot_exec(path, errno);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    int rc;
+
+    sub = argv[0];
+    rc = run_main(argc, argv);
+    return rc == CMD_OK || rc >= RUN_FAILED ? rc : RUN_FAILED;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The command's messages to stderr (cmd.h): each formatted into static
- * memory and written with one write(2).  The launcher of 'vmstack run'
+ * memory and written with one write(2).  'vmstack run'
  * may run on a 16 KiB stack it cannot raise (a hard limit), with less than
  * half of it left to its calls, and fprintf to stderr, which is
  * unbuffered, formats into an 8 KiB buffer on the stack.  The command has

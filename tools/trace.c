@@ -156,8 +156,9 @@ int cmd_trace(int argc, char **argv)
     char buf[32];
     int rc;
 
+    /* A wrapper's own failures are 125, as run's (see run.c). */
     if ((rc = parse(argc, argv, &a)))
-        return rc;
+        return 125;
     if (a.help) {
         help();
         return CMD_OK;
@@ -169,7 +170,7 @@ int cmd_trace(int argc, char **argv)
         setenv("VMSTACK_TRACE_WARN_DEPTH", a.warn_depth ? a.warn_depth : "0", 1) ||
         setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1)) {
         cmd_say("vmstack trace: out of memory for the environment\n");
-        return CMD_FAIL;
+        return 125;
     }
     return cmd_run(a.run_argc, a.run_argv);
 }

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where the preload's output goes, with no descriptor of ours in the
- * program: overflow reports and the preload's notices are written to the
- * program's fd 2 at the time, as sanitizers do, when fd 2 still is the
- * file it was at start (device and inode); a program that closed fd 2 or
- * reopened it to a file of its own (a data file, /dev/null at exit as
- * coreutils do) neither receives them nor loses them: they go into the
- * memory shared with 'vmstack run' (runshm.h), which writes them to its
- * own stderr, the program's as it was at start, once the program has
- * ended.  The table at exit always goes there: the launcher writes it,
- * to stderr or to --output FILE, however the program ends.
+ * program: overflow reports, the preload's notices and the table at exit
+ * are written to the program's fd 2 at the time, as sanitizers do, when
+ * fd 2 still is the file it was at start (device and inode); a program
+ * that closed fd 2 or reopened it to a file of its own (a data file,
+ * /dev/null at exit as coreutils do) neither receives them nor loses
+ * them: they go into the memory the program shares with its keeper
+ * (runshm.h), which holds the stderr the program started with and writes
+ * them there once the program has ended.
  *
- * Everything but vms__out_attach is async-signal-safe (fstat, write,
- * atomics): the overflow handler writes its report through it.
+ * Everything but vms__out_attach and vms__out_flush is async-signal-safe
+ * (fstat, write, atomics): the overflow handler writes its report through
+ * it.
  */
 #include "preload/preload.h"
 #include "preload/runshm.h"
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,34 +49,29 @@ void vms__out_init(void)
 }
 
 /*
- * Maps the launcher's shared memory (its descriptor, through /proc: the
- * launcher is our parent) and closes it again.  Called once the options
- * are read, by the process 'vmstack run' started only.
+ * The memory the keeper reads (runshm.h), by the process 'vmstack run'
+ * started only: not inherited by a fork, so that a child's writes cannot
+ * be taken for the program's.
  */
 void vms__out_attach(void)
 {
-    const char *v = getenv(VMS_RUN_SHM_ENV);
-    char path[64];
-    struct vms_run_shm *m;
-    int fd;
+    struct vms_run_shm *m = mmap(NULL, VMS_RUN_SHM_SIZE, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-    if (!v || snprintf(path, sizeof path, "/proc/%d/fd/%s", (int)getppid(), v) >= (int)sizeof path)
-        return;
-    if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
-        vms__out_printf("vmstack %s: cannot map the launcher's table memory (%s): %s; the table may be lost\n",
-                        vms__run_command(), path, strerror(errno));
-        return;
-    }
-    m = mmap(NULL, VMS_RUN_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED || m->magic != VMS_RUN_SHM_MAGIC) {
-        if (m != MAP_FAILED)
-            munmap(m, VMS_RUN_SHM_SIZE);
+    struct rlimit as;
+
+    if (m == MAP_FAILED && errno == ENOMEM && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        vms__out_printf("vmstack %s: cannot map the %lu MiB a table after a fatal signal is kept in: RLIMIT_AS "
+                        "(ulimit -v) is %llu KiB; raise it by as much, or such a table is lost\n", vms__run_command(),
+                        VMS_RUN_SHM_SIZE >> 20, (unsigned long long)as.rlim_cur >> 10);
         return;
     }
-    /* A new image of the program (it exec'd): its table replaces the last one's. */
-    atomic_store(&m->table_done, 0);
-    atomic_store(&m->attached, 1);
+    if (m == MAP_FAILED) {
+        vms__out_printf("vmstack %s: cannot map the %lu MiB a table after a fatal signal is kept in: %s; such a "
+                        "table is lost\n", vms__run_command(), VMS_RUN_SHM_SIZE >> 20, strerror(errno));
+        return;
+    }
+    madvise(m, VMS_RUN_SHM_SIZE, MADV_DONTFORK);
     shm_pid = getpid();
     shm = m;
 }
@@ -92,7 +88,6 @@ void vms__out_detach(void)
 
     if (!m)
         return;
-    atomic_store(&m->attached, 0);
     munmap(m, VMS_RUN_SHM_SIZE);
     shm = NULL;
 }
@@ -103,8 +98,8 @@ struct vms_run_shm *vms__out_shm(void)
 }
 
 /*
- * The keeper, once the program is gone: the shared memory is its to
- * write, as the program's would have been (keeper.c).
+ * The keeper, once the program is gone or has exec'd: the memory is its
+ * to write, as the program's would have been (keeper.c).
  */
 void vms__out_adopt(void)
 {
@@ -145,18 +140,89 @@ int vms__out_report(const char *p, size_t len)
     return vms__out_write(p, len);
 }
 
-int vms__out_table(const char *text, size_t len)
+void vms__out_table(const char *text, size_t len)
 {
     struct vms_run_shm *m = shared();
 
+    if (fd2_is_ours()) {
+        vms__os_write_all(2, text, len);
+        return;
+    }
     if (!m)
-        return -1;
+        return;
     if (len > VMS_RUN_TEXT_MAX)
         len = VMS_RUN_TEXT_MAX;
     memcpy(m->text, text, len);
     m->text_len = len;
-    atomic_store(&m->table_done, 1);
-    return 0;
+}
+
+void vms__out_ended(void)
+{
+    struct vms_run_shm *m = shared();
+
+    if (m)
+        atomic_store(&m->table_done, 1);
+}
+
+bool vms__out_table_done(void)
+{
+    struct vms_run_shm *m = shared();
+
+    return m && atomic_load(&m->table_done);
+}
+
+bool vms__out_reported(void)
+{
+    struct vms_run_shm *m = shared();
+
+    return m && atomic_load(&m->reported);
+}
+
+bool vms__out_hand_over(const char *text, size_t len)
+{
+    struct vms_run_shm *m = shared();
+
+    if (!m || atomic_load(&m->keeper_ready) != 1 || len > VMS_RUN_TEXT_MAX)
+        return false;
+    memcpy(m->text, text, len);
+    m->text_len = len;
+    atomic_store(&m->text_whole, 1);
+    return true;
+}
+
+bool vms__out_handed_over(const char **text, size_t *len)
+{
+    struct vms_run_shm *m = shared();
+
+    if (!m || !atomic_exchange(&m->text_whole, 0))
+        return false;
+    *text = m->text;
+    *len = m->text_len;
+    m->text_len = 0;
+    return true;
+}
+
+void vms__out_exec(bool replacing)
+{
+    struct vms_run_shm *m = shared();
+
+    if (m)
+        atomic_store(&m->exec_pending, replacing);
+}
+
+void vms__out_flush(void)
+{
+    struct vms_run_shm *m = shared();
+    size_t n;
+
+    if (!m || !fd2_is_ours())
+        return;
+    n = atomic_exchange(&m->reports_len, 0);
+    vms__os_write_all(2, m->reports, n < VMS_RUN_REPORTS_MAX ? n : VMS_RUN_REPORTS_MAX);
+    if (atomic_load(&m->text_whole))
+        return; /* the keeper delivers it as the program would have (vms__run_deliver_kept) */
+    vms__os_write_all(2, m->text, m->text_len);
+    m->text_len = 0;
 }
 
 void vms__out_printf(const char *fmt, ...)

@@ -143,6 +143,14 @@ static bool read_size_option(const char *name, size_t *out)
     return true;
 }
 
+static bool read_path_option(const char *name, const char **out)
+{
+    const char *v = getenv(name);
+
+    *out = v;
+    return !v || v[0] == '/' || bad_option(name, v, "an absolute path");
+}
+
 static bool read_options(void)
 {
     const char *v;
@@ -156,9 +164,10 @@ static bool read_options(void)
     if ((v = getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
         return bad_option("VMSTACK_RUN_JSON", v, "0 or 1");
     vms__run_opts.json = v && !strcmp(v, "1");
-    if ((v = getenv("VMSTACK_RUN_OUTPUT")) && v[0] != '/')
-        return bad_option("VMSTACK_RUN_OUTPUT", v, "an absolute path");
-    vms__run_opts.output = v;
+    if (!read_path_option("VMSTACK_RUN_OUTPUT", &vms__run_opts.output) ||
+        !read_path_option("VMSTACK_RUN_PLOT", &vms__run_opts.plot) ||
+        !read_path_option("VMSTACK_RUN_FOLDED", &vms__run_opts.folded))
+        return false;
     if ((v = getenv("VMSTACK_RUN_REPORT_SIGNAL")) &&
         (!whole_number(v, 0, NSIG - 1, &n) || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS))
         return bad_option("VMSTACK_RUN_REPORT_SIGNAL", v,
@@ -559,7 +568,7 @@ static void preload_start(void)
     if (!read_options())
         return;
     if (is_the_program())
-        vms__out_attach(); /* the launcher writes the table, however the program ends */
+        vms__out_attach(); /* what the keeper needs, however the program ends */
     vms_config_defaults(&cfg);
     if (vms_config_from_env(&cfg)) {
         unprotected(vms_last_error());

@@ -25,12 +25,12 @@
  *   VMSTACK_RUN_JSON=1         the table as JSON
  *   VMSTACK_RUN_OUTPUT=FILE    the table replaces FILE (else: stderr)
  *   VMSTACK_RUN_REPORT_SIGNAL  signal number that prints the table
+ *   VMSTACK_RUN_PLOT=FILE      also a PNG of the table (runpost.c)
+ *   VMSTACK_RUN_FOLDED=FILE    also the chains as folded stacks (trace)
  *   VMSTACK_RUN_PID            the process that prints the table (the one
- *                              'vmstack run' started; its children don't)
- *   VMSTACK_RUN_SHM            the launcher's descriptor of the memory the
- *                              table is left in (runshm.h)
- *   VMSTACK_RUN_STACK_LIMIT    the program's own soft RLIMIT_STACK, when the
- *                              launcher raised it for the loader (stacklimit.c)
+ *                              'vmstack run' became; its children don't)
+ *   VMSTACK_RUN_STACK_LIMIT    the program's own soft RLIMIT_STACK, when
+ *                              'vmstack run' raised it for the loader (stacklimit.c)
  * and VMSTACK_GUARD, VMSTACK_GUARD_SIZE etc. for the library itself, as
  * the program sees them too.
  */
@@ -38,7 +38,7 @@ struct run_opts {
     size_t stack_size;  /* 0: glibc's default */
     size_t guard_size;  /* 0: the library's configured guard */
     bool json;
-    const char *output;
+    const char *output, *plot, *folded; /* absolute paths, or NULL */
     int report_signal;  /* 0: none */
     pid_t pid;          /* 0: any */
 };
@@ -80,31 +80,43 @@ struct run_thread {
 };
 
 /*
- * outfd.c: where the overflow reports and the preload's notices go: the
- * program's fd 2 while it is the stderr of the start, else the memory
- * shared with the launcher (see outfd.c); the table at exit goes there
- * always.  vms__out_write and vms__out_report are async-signal-safe; the
- * overflow report's lines go through vms__out_report, which also tells
- * the launcher that a report says why the program died.
+ * outfd.c: where the overflow reports, the preload's notices and the table
+ * go: the program's fd 2 while it is the stderr of the start, else the
+ * memory shared with the keeper, which writes them to that stderr once the
+ * program has ended.  vms__out_write, vms__out_report and vms__out_table
+ * are async-signal-safe; the overflow report's lines go through
+ * vms__out_report, which also records that a report says why the program
+ * died.
  */
 void vms__out_init(void);
-void vms__out_attach(void); /* the launcher's shared memory, by the program it started */
-/* vmstack does not run in this image of the program, and said why: the launcher expects no table from it. */
+void vms__out_attach(void); /* the memory shared with the keeper, by the program 'vmstack run' started */
+/* vmstack does not run in this image of the program, and said why: no table from it. */
 void vms__out_detach(void);
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
 int vms__out_report(const char *p, size_t len);
-/* The table at exit, for the launcher to write; -1 when there is no launcher to write it. */
-int vms__out_table(const char *text, size_t len);
+void vms__out_table(const char *text, size_t len); /* the table at the end, by the program or its keeper */
+void vms__out_ended(void);       /* the table at the end is made: the keeper makes none */
+bool vms__out_table_done(void);
+bool vms__out_reported(void);
+void vms__out_flush(void);       /* the keeper: what waited for the start's stderr, written there */
+void vms__out_exec(bool replacing); /* around exec calls (true) and spawns (false): for the keeper */
+/* The table at the end, for a keeper that is up to deliver whole (--output, --plot...): false when none is. */
+bool vms__out_hand_over(const char *text, size_t len);
+bool vms__out_handed_over(const char **text, size_t *len); /* in the keeper: such a table, once */
 void vms__out_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-struct vms_run_shm *vms__out_shm(void); /* the launcher's shared memory, NULL: none or not ours */
+struct vms_run_shm *vms__out_shm(void); /* the memory shared with the keeper, NULL: none or not ours */
 void vms__out_adopt(void);              /* the keeper takes the program's place there */
 
 /*
- * keeper.c: the task that makes the table when the program ends without
- * its exit handlers (exit_group, a fatal signal); started once the
- * shared memory is attached.
+ * keeper.c: the task that outlives the program, nobody's child but init's,
+ * to make the table when the program ends without its exit handlers
+ * (exit_group, a fatal signal, SIGKILL) and write what waited for the
+ * stderr of the start; started once the shared memory is attached.
  */
 void vms__keeper_start(void);
+
+/* runpost.c: --plot and --folded from the report text; 0, or -1 after a message. */
+int vms__run_post(const char *text, size_t len);
 
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
 void vms__sigchain_init(void);  /* before the overflow handler is installed */
@@ -137,6 +149,8 @@ int vms__run_exit_table(void);
  * gone as why says ("exit_group", "death by SIGKILL").
  */
 int vms__run_keeper_table(pid_t pid, const char *name, const char *why);
+/* In the keeper: delivers a table the program handed over (vms__out_hand_over). */
+void vms__run_deliver_kept(void);
 /* Registers the table's part of the fork handling (core/fork.c). */
 void vms__run_fork_init(void);
 /* Starts the helper thread that prints the table on opts.report_signal. */

@@ -496,14 +496,51 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
 
 /* ---- output ---- */
 
+/* Whether the program can still open a file: one that used up its descriptors hands its files to the keeper. */
+static bool fd_free(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return errno != EMFILE && errno != ENFILE;
+    close(fd);
+    return true;
+}
+
+/*
+ * The table at the end (at_exit: by the exit handlers or the keeper) is
+ * the last: the keeper then makes none, and --plot and --folded are drawn
+ * from it.  Without --output it goes to the stderr of the start, now or
+ * through the keeper (outfd.c).
+ */
 static int deliver(const char *text, size_t len, bool at_exit)
 {
-    if (at_exit && vms__out_table(text, len) == 0)
-        return 0; /* the launcher writes it */
-    if (vms__run_opts.output)
-        return vms__run_write_output(vms__run_command(), vms__run_opts.output, text, len, vms__out_printf);
-    vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
-    return 0;
+    const struct run_opts *o = &vms__run_opts;
+    int rc = 0;
+
+    if (at_exit) {
+        vms__out_ended();
+        if ((o->output || o->plot || o->folded) && !fd_free() && vms__out_hand_over(text, len))
+            return 0;
+    }
+    if (o->output)
+        rc = vms__run_write_output(vms__run_command(), o->output, text, len, vms__out_printf);
+    else if (at_exit)
+        vms__out_table(text, len);
+    else
+        vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
+    if (at_exit && vms__run_post(text, len))
+        rc = -1;
+    return rc;
+}
+
+void vms__run_deliver_kept(void)
+{
+    const char *text;
+    size_t len;
+
+    if (vms__out_handed_over(&text, &len))
+        deliver(text, len, true);
 }
 
 static int make_table(const char *why, bool at_exit)

@@ -231,8 +231,12 @@ static void exec_done(void)
     errno = saved;
 }
 
-/* fn's arguments may use e, the environment under a small stack limit (stacklimit.c). */
-#define EXEC_WRAP(fn, ...)                                                                                        \
+/*
+ * fn's arguments may use e, the environment under a small stack limit
+ * (stacklimit.c).  execs (replacing, true) tell the keeper that the
+ * program's main thread may end for an exec, not for good (keeper.c).
+ */
+#define EXEC_WRAP(replacing, fn, ...)                                                                             \
     do {                                                                                                          \
         static __typeof__(fn) *real;                                                                              \
         struct vms_exec_env e;                                                                                    \
@@ -240,7 +244,9 @@ static void exec_done(void)
         if (!real)                                                                                                \
             real = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);                                                       \
         exec_prepare();                                                                                           \
+        vms__out_exec(replacing);                                                                                 \
         rc = real(__VA_ARGS__);                                                                                   \
+        vms__out_exec(false);                                                                                     \
         vms__run_exec_end(&e);                                                                                    \
         exec_done();                                                                                              \
         return rc;                                                                                                \
@@ -248,40 +254,40 @@ static void exec_done(void)
 
 VMS_API int execve(const char *path, char *const argv[], char *const envp[])
 {
-    EXEC_WRAP(execve, path, argv, vms__run_exec_env(&e, envp));
+    EXEC_WRAP(true, execve, path, argv, vms__run_exec_env(&e, envp));
 }
 
 /* execv and execvp are execve and execvpe with environ, whose copy may need a variable more. */
 VMS_API int execv(const char *path, char *const argv[])
 {
-    EXEC_WRAP(execve, path, argv, vms__run_exec_env(&e, environ));
+    EXEC_WRAP(true, execve, path, argv, vms__run_exec_env(&e, environ));
 }
 
 VMS_API int execvp(const char *file, char *const argv[])
 {
-    EXEC_WRAP(execvpe, file, argv, vms__run_exec_env(&e, environ));
+    EXEC_WRAP(true, execvpe, file, argv, vms__run_exec_env(&e, environ));
 }
 
 VMS_API int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    EXEC_WRAP(execvpe, file, argv, vms__run_exec_env(&e, envp));
+    EXEC_WRAP(true, execvpe, file, argv, vms__run_exec_env(&e, envp));
 }
 
 VMS_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    EXEC_WRAP(fexecve, fd, argv, vms__run_exec_env(&e, envp));
+    EXEC_WRAP(true, fexecve, fd, argv, vms__run_exec_env(&e, envp));
 }
 
 VMS_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    EXEC_WRAP(posix_spawn, pid, path, fa, attr, argv, vms__run_exec_env(&e, envp));
+    EXEC_WRAP(false, posix_spawn, pid, path, fa, attr, argv, vms__run_exec_env(&e, envp));
 }
 
 VMS_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    EXEC_WRAP(posix_spawnp, pid, file, fa, attr, argv, vms__run_exec_env(&e, envp));
+    EXEC_WRAP(false, posix_spawnp, pid, file, fa, attr, argv, vms__run_exec_env(&e, envp));
 }
 
 /*

@@ -298,7 +298,7 @@ print(\"survived\")"'
     check py
     ;;
 ulimit_s16)
-    # The launcher itself runs on the 16 KiB main stack, and the program after it.
+    # vmstack run itself runs on the 16 KiB main stack, and the program after it.
     printf '#!/bin/sh\nulimit -s 16 || exit 99\nexec "$@"\n' > "$tmp/ulimit16"
     chmod +x "$tmp/ulimit16"
     wrap=("$tmp/ulimit16")

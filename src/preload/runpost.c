@@ -1,24 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What 'vmstack run --plot' and 'vmstack trace --folded' make of the
- * report once the program has ended: the launcher (launch.c) hands over
- * the text it wrote to stderr or --output, and this reads it:
+ * report, by whoever delivers the table at the end: the program's exit
+ * handlers, or its keeper (keeper.c) when those never ran:
  *   --folded FILE   every chain of the trace as folded stacks, root first,
  *                   one line per frame weighted by that frame's bytes, so
  *                   that a frame's width in a flame graph is its depth:
  *                   "a;b;c BYTES" (flamegraph.pl, speedscope, ...)
  *   --plot FILE     a PNG of each thread's peak against its stack size,
  *                   drawn by gnuplot (as 'vmstack bench --plot')
+ * Both files replace FILE as --output does (outfile.c): never through a
+ * link someone planted.  Names from the program (its own, its threads')
+ * reach gnuplot as quoted data, never as script.
  */
-#include "runpost.h"
+#include "preload/preload.h"
+#include "preload/outfile.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The PNG's size in pixels. */
+#define RUN_PLOT_WIDTH 900
+#define RUN_PLOT_HEIGHT 560
 
 extern char **environ;
 
@@ -96,18 +109,15 @@ static void write_chain(FILE *out, const struct chain *c)
     }
 }
 
-static int write_folded(char *report, const char *path)
+/* The chains of report as folded stacks, into out. */
+static int fold(char *report, FILE *out)
 {
     struct chain c = { 0 };
     bool in = false;
     char *line, fn[256];
     unsigned long size;
-    FILE *out = fopen(path, "w");
+    int rc = 0;
 
-    if (!out) {
-        cmd_say("vmstack trace: cannot write --folded %s: %s\n", path, strerror(errno));
-        return -1;
-    }
     while ((line = next_line(&report))) {
         unsigned long more;
 
@@ -131,29 +141,44 @@ static int write_folded(char *report, const char *path)
             }
             continue;
         }
-        while (more--) {
+        while (more-- && !rc) {
             if (c.n == c.cap) {
-                c.cap = c.cap * 2 + 64;
-                c.fn = realloc(c.fn, c.cap * sizeof *c.fn);
-                c.size = realloc(c.size, c.cap * sizeof *c.size);
-                if (!c.fn || !c.size) {
-                    fclose(out);
-                    return -1;
+                void *f = realloc(c.fn, (c.cap * 2 + 64) * sizeof *c.fn);
+                void *z = f ? realloc(c.size, (c.cap * 2 + 64) * sizeof *c.size) : NULL;
+                c.fn = f ? f : c.fn;
+                c.size = z ? z : c.size;
+                if (!f || !z) {
+                    rc = -1;
+                    break;
                 }
+                c.cap = c.cap * 2 + 64;
             }
             memcpy(c.fn[c.n], fn, sizeof fn);
             c.size[c.n++] = size;
         }
     }
-    if (in)
+    if (in && !rc)
         write_chain(out, &c);
     free(c.fn);
     free(c.size);
-    if (fclose(out)) {
-        cmd_say("vmstack trace: cannot write --folded %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return rc;
+}
+
+static int write_folded(char *report, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    int rc = out ? fold(report, out) : -1;
+
+    if (out && fclose(out))
+        rc = -1;
+    if (rc)
+        vms__out_printf("vmstack trace: cannot write --folded %s: out of memory\n", path);
+    else
+        rc = vms__run_write_output("trace", path, text, len, vms__out_printf);
+    free(text);
+    return rc;
 }
 
 /* ---- the plot ---- */
@@ -215,91 +240,146 @@ static int table_rows(char *report, FILE *gp)
     return rows;
 }
 
+/*
+ * gnuplot, as a child of whoever delivers the table: the program at exit
+ * (SIGCHLD held back and its own instance discarded, as it is not the
+ * program's) or the keeper.  0 when it drew.
+ */
 static int run_gnuplot(const char *script)
 {
     char *argv[] = { "gnuplot", (char *)script, NULL };
-    int status;
+    struct timespec now = {0, 0};
+    sigset_t chld, old, pending;
+    int status = 0, rc = -1;
     pid_t pid;
 
-    if (posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ) || waitpid(pid, &status, 0) < 0 ||
-        !WIFEXITED(status) || WEXITSTATUS(status))
-        return -1;
-    return 0;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &chld, &old);
+    sigpending(&pending);
+    if (!posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ)) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        rc = WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -1;
+    }
+    if (!sigismember(&pending, SIGCHLD))
+        sigtimedwait(&chld, NULL, &now);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
-static int write_plot(const char *sub, char *report, const char *png, const char *prog)
+/* s as a gnuplot single-quoted string, in which only a doubled quote means anything. */
+static void put_quoted(FILE *gp, const char *s)
 {
-    char script[] = "/tmp/vmstack-plot-XXXXXX";
-    int fd = mkstemp(script), rows, rc = -1;
-    FILE *gp = fd >= 0 ? fdopen(fd, "w") : NULL;
-
-    if (!gp) {
-        cmd_say("vmstack %s: --plot: cannot write gnuplot's script in /tmp: %s\n", sub, strerror(errno));
-        return -1;
+    fputc('\'', gp);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', gp);
+        fputc(*s == '\n' ? ' ' : *s, gp);
     }
+    fputc('\'', gp);
+}
+
+/* The script drawing the table's rows into png; the number of rows. */
+static int plot_script(FILE *gp, char *report, const char *png, const char *prog)
+{
+    char title[512];
+    int rows;
+
     fprintf(gp, "$threads << EOD\n");
     rows = table_rows(report, gp);
     fprintf(gp, "EOD\n"
                 "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
                 "  set terminal pngcairo size %d,%d noenhanced font ',10'\n"
                 "} else {\n  set terminal png size %d,%d noenhanced\n}\n"
-                "set output '%s'\n"
-                "set title \"Stack use of %s: each thread's peak against its stack size\"\n"
-                "set ylabel 'bytes (log scale)'\n"
+                "set output ",
+            RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT);
+    put_quoted(gp, png);
+    snprintf(title, sizeof title, "Stack use of %s: each thread's peak against its stack size", prog);
+    fprintf(gp, "\nset title ");
+    put_quoted(gp, title);
+    fprintf(gp, "\nset ylabel 'bytes (log scale)'\n"
                 "set logscale y\nset yrange [1:*]\n"
                 "set style data histogram\nset style histogram clustered gap 1\n"
                 "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
                 "set xtics rotate by -45 scale 0\nset key outside top center horizontal\nset grid ytics\n"
-                "plot $threads using 2:xtic(1) title 'stack size', '' using 3 title 'peak'\n",
-            RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, png, prog);
+                "plot $threads using 2:xtic(1) title 'stack size', '' using 3 title 'peak'\n");
+    return rows;
+}
+
+/*
+ * gnuplot draws into a file of ours beside png, with a name nobody can
+ * predict, created (never opened: a planted link is refused), which then
+ * replaces png.
+ */
+static int draw(const char *script, const char *png, const char *tmp)
+{
+    mode_t mask = umask(022);
+
+    umask(mask);
+    if (chmod(tmp, 0666 & ~mask) || run_gnuplot(script))
+        return -1;
+    return rename(tmp, png);
+}
+
+static int write_plot(const char *sub, char *report, const char *png, const char *prog)
+{
+    char script[] = "/tmp/vmstack-plot-XXXXXX", tmp[PATH_MAX];
+    const char *slash = strrchr(png, '/');
+    int fd = mkostemp(script, O_CLOEXEC), out = -1, rows = 0, rc = -1;
+    FILE *gp = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+    if (slash && snprintf(tmp, sizeof tmp, "%.*s/.%s.vmstack-XXXXXX", (int)(slash - png), png, slash + 1) <
+                     (int)sizeof tmp)
+        out = mkostemp(tmp, O_CLOEXEC);
+    if (!gp || out < 0) {
+        vms__out_printf("vmstack %s: --plot: cannot create %s: %s\n", sub, !gp ? "gnuplot's script in /tmp" : png,
+                        strerror(errno));
+        goto done;
+    }
+    close(out);
+    rows = plot_script(gp, report, tmp, prog);
     if (fclose(gp))
         rows = 0;
+    gp = NULL;
     if (rows == 0)
-        cmd_say("vmstack %s: --plot: no thread in the table: no plot\n", sub);
-    else if (run_gnuplot(script))
-        cmd_say("vmstack %s: --plot: gnuplot failed to draw %s\n", sub, png);
+        vms__out_printf("vmstack %s: --plot: no thread in the table: no plot\n", sub);
+    else if (draw(script, png, tmp))
+        vms__out_printf("vmstack %s: --plot: gnuplot failed to draw %s\n", sub, png);
     else
         rc = 0;
-    unlink(script);
+done:
+    if (gp)
+        fclose(gp);
+    if (fd >= 0)
+        unlink(script);
+    if (out >= 0 && rc)
+        unlink(tmp);
     return rc;
 }
 
-/* ---- running ---- */
+/* ---- the entry ---- */
 
-int run_gnuplot_ready(const char *sub)
+int vms__run_post(const char *text, size_t len)
 {
-    const char *path = getenv("PATH");
-    static char file[4096]; /* not on the stack: the launcher may have 16 KiB in all */
-
-    for (const char *p = path ? path : ""; *p;) {
-        size_t n = strcspn(p, ":");
-        snprintf(file, sizeof file, "%.*s/gnuplot", (int)n, p);
-        if (n && access(file, X_OK) == 0)
-            return 0;
-        p += n + (p[n] == ':');
-    }
-    return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
-}
-
-int run_post_write(const char *text, size_t len, const struct run_post *p)
-{
+    const char *folded = vms__run_opts.folded, *plot = vms__run_opts.plot;
     char *report;
     int rc = 0;
 
-    if (!p || (!p->folded && !p->plot))
+    if (!folded && !plot)
         return 0;
     if (!(report = strndup(text, len))) {
-        cmd_say("vmstack %s: out of memory for the report\n", p->sub);
+        vms__out_printf("vmstack %s: out of memory for the report\n", vms__run_command());
         return -1;
     }
     /* Each reader cuts the lines of its own copy. */
-    if (p->folded) {
+    if (folded) {
         char *copy = strdup(report);
-        if (!copy || write_folded(copy, p->folded))
+        if (!copy || write_folded(copy, folded))
             rc = -1;
         free(copy);
     }
-    if (p->plot && write_plot(p->sub, report, p->plot, p->prog))
+    if (plot && write_plot(vms__run_command(), report, plot, program_invocation_short_name))
         rc = -1;
     free(report);
     return rc;
