@@ -228,8 +228,8 @@ static int zombie_status(pid_t pid)
     buf[n] = '\0';
     if (!(p = strrchr(buf, ')')) || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
         return -1;
-    /* Field 52, exit_code; p + 2 is field 3. */
-    for (int field = 3; field < 52 && p; field++)
+    /* Field 52, exit_code: p + 1 is the space before field 3. */
+    for (int field = 3; field <= 52 && p; field++)
         p = strchr(p + 1, ' ');
     return p ? atoi(p + 1) : -1;
 }
