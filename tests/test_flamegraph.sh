@@ -33,9 +33,9 @@ sum=$(awk -v r="$root" '{ k = $0; sub(/;.*/, "", k); sub(/ [0-9]+$/, "", k) } k 
 [ -n "$depth" ] && [ "$sum" -eq "$depth" ] || fail "folded weights of the deepest root add up to $sum, the deepest chain is $depth bytes"
 
 out=$("$vmstack" trace --json --folded "$tmp/x" -- "$prog" 2>&1); rc=$?
-[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "trace --json --folded: status $rc, '$out'"
+[ "$rc" -eq 125 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "trace --json --folded: status $rc, '$out'"
 out=$("$vmstack" run --folded "$tmp/x" -- "$prog" 2>&1); rc=$?
-[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "run --folded: status $rc, '$out'"
+[ "$rc" -eq 125 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "run --folded: status $rc, '$out'"
 
 if command -v gnuplot >/dev/null; then
   "$vmstack" run --plot "$tmp/p.png" -- "$prog" 100 >/dev/null 2>"$tmp/err"
@@ -50,7 +50,7 @@ else
   echo "gnuplot not on PATH: the plot's PNG is not checked"
 fi
 out=$(PATH=/nonexistent "$vmstack" run --plot "$tmp/q.png" -- "$prog" 2>&1); rc=$?
-[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "--plot without gnuplot: status $rc, '$out'"
+[ "$rc" -eq 125 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "--plot without gnuplot: status $rc, '$out'"
 
 [ "$fails" -eq 0 ] || exit 1
 echo "ok: trace --folded and run --plot"
