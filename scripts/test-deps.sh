@@ -6,7 +6,7 @@
 set -euo pipefail
 
 PACKAGES=(openjdk-17-jdk-headless rustc golang-go libpython3.11-testsuite python3 valgrind gdb strace
-          sqlite3 iputils-ping libcap2-bin util-linux git make xz-utils coreutils gcc)
+          sqlite3 iputils-ping libcap2-bin util-linux git make xz-utils coreutils gcc libgc-dev guile-3.0)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

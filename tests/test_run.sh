@@ -338,6 +338,30 @@ emfile)
             grep -q '^ *[0-9]*  run_exitpath  *main  ' "$tmp/t" || fail "$sub: table: $(cat "$tmp/t")"
     done
     ;;
+handler_stack)
+    # A handler without SA_ONSTACK runs on the interrupted stack, one with it on the program's own
+    # alternate stack, with the same uc_stack and mask: the same lines plain, under run and trace.
+    "$bin/run_handler_stack" > "$tmp/plain" 2>&1 || fail "plain: $(cat "$tmp/plain")"
+    grep -q '^main: sig 10: frame on interrupted stack' "$tmp/plain" &&
+        grep -q '^thread: sig 12: frame on own altstack' "$tmp/plain" || fail "plain: $(cat "$tmp/plain")"
+    for sub in run trace; do
+        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_handler_stack" > "$tmp/out" 2>&1 ||
+            fail "$sub: exit status: $(cat "$tmp/out")"
+        cmp -s "$tmp/plain" "$tmp/out" || fail "$sub: $(diff "$tmp/plain" "$tmp/out")"
+    done
+    ;;
+boehm)
+    # A conservative collector stops its threads with a signal whose handler must run on the
+    # interrupted stack (it scans each stack from there): 20 of 20 runs as plain, run and trace.
+    [ -x "$bin/run_boehm" ] || skip "libgc-dev was not installed at build time"
+    "$bin/run_boehm" > "$tmp/plain" 2>&1 || fail "plain: $(cat "$tmp/plain")"
+    for sub in run trace; do
+        for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+            "$vmstack" $sub --output "$tmp/t" -- "$bin/run_boehm" > "$tmp/out" 2>&1; rc=$?
+            [ "$rc" = 0 ] && cmp -s "$tmp/plain" "$tmp/out" || fail "$sub ($i): exit $rc: $(cat "$tmp/out")"
+        done
+    done
+    ;;
 exec_pid)
     # vmstack run becomes the program (exec): the pid and the parent it was started with.
     for sub in run trace; do

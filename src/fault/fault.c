@@ -795,12 +795,20 @@ bool vms__altstack_program(const stack_t *ss, stack_t *old, int *rc)
     stack_t was = alt_prev;
     sigset_t all, mask;
 
+    char here;
+
     if (!vms__altstack_own.hi || vms__altstack_kernel(NULL, &now) || now.ss_sp != mine.ss_sp)
         return false; /* none of ours, or the program set one past this call: the kernel's own answer */
-    if ((now.ss_flags & SS_ONSTACK) && !(was.ss_flags & SS_DISABLE))
-        was.ss_flags |= SS_ONSTACK; /* the program's handlers run on ours where they would have run on its own */
+    /* On its own (a handler the preload's trampoline runs there), or on ours where it would have been on its own. */
+    if (!(was.ss_flags & SS_DISABLE) &&
+        ((now.ss_flags & SS_ONSTACK) || (&here > (char *)was.ss_sp && &here <= (char *)was.ss_sp + was.ss_size)))
+        was.ss_flags |= SS_ONSTACK;
     *rc = 0;
-    if (ss) {
+    if (ss && (was.ss_flags & SS_ONSTACK) && !(now.ss_flags & SS_ONSTACK)) {
+        /* As the kernel: not while running on it. */
+        errno = EPERM;
+        *rc = -1;
+    } else if (ss) {
         sigfillset(&all);
         sigdelset(&all, SIGSEGV);
         sigdelset(&all, SIGBUS);

@@ -184,8 +184,16 @@ void vms__run_exec_end(struct vms_exec_env *e);
 /* tracepreload.c: 'vmstack trace' in libvmstack-preload.so. */
 void vms__trace_preload_init(void);
 void vms__trace_run_thread(const struct run_thread *t);
-/* sigaction for the program's handlers while tracing: SA_ONSTACK added (see tracepreload.c). */
-int vms__trace_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
+/*
+ * sigtramp.c: the program's handlers, entered on the stack it chose from a
+ * trampoline on vmstack's alternate stack.  wrap: whether act is such a
+ * handler, then *out is what the kernel gets instead.
+ */
+bool vms__tramp_wrap(int sig, const struct sigaction *act, struct sigaction *out);
+/* sigaction of the program's for signals but SIGSEGV and SIGBUS, through the trampoline; real is libc's. */
+int vms__tramp_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
                          int (*real)(int, const struct sigaction *, struct sigaction *));
+/* The handlers already installed, put behind the trampoline. */
+void vms__tramp_start(int (*real)(int, const struct sigaction *, struct sigaction *));
 
 #endif

@@ -18,8 +18,8 @@
  * What the program reads back is exactly what glibc would have given it:
  * its handler, flags and mask as the kernel keeps them (SA_RESTORER and
  * glibc's restorer included, SIGKILL and SIGSTOP out of the mask), and,
- * for other signals under 'vmstack trace', without the SA_ONSTACK the
- * tracer adds.  A SIG_IGN of the program's, set or inherited across exec,
+ * for other signals, the program's handler where the trampoline stands in
+ * for it (sigtramp.c).  A SIG_IGN of the program's, set or inherited across exec,
  * is honoured: a sent SIGSEGV or SIGBUS is dropped, and the programs it
  * executes inherit the SIG_IGN, as the kernel would have kept it (a fault
  * while ignored kills, as the kernel does).
@@ -46,12 +46,9 @@
 #endif
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static __sighandler_t (*real_signal)(int, __sighandler_t);
 static struct sigaction prog[2]; /* the program's SIGSEGV, SIGBUS, as the kernel would keep them */
 static struct sigaction ours[2];  /* the overflow handler's, as installed */
 static _Atomic bool chained;
-/* Signals whose SA_ONSTACK is the tracer's, not the program's: bit sig - 1. */
-static _Atomic uint64_t onstack_added;
 
 static bool chained_signal(int sig)
 {
@@ -62,7 +59,6 @@ static void resolve(void)
 {
     if (!real_sigaction) {
         real_sigaction = dlsym(RTLD_NEXT, "sigaction");
-        real_signal = dlsym(RTLD_NEXT, "signal");
     }
 }
 
@@ -142,6 +138,7 @@ void vms__sigchain_start(void)
     real_sigaction(SIGBUS, NULL, &ours[1]);
     atomic_store_explicit(&vms__fault_chain_hook, program_handles, memory_order_release);
     atomic_store_explicit(&chained, true, memory_order_release);
+    vms__tramp_start(real_sigaction); /* handlers other libraries' constructors installed */
 }
 
 /* act as glibc hands it to the kernel and the kernel keeps it: what a read-back returns. */
@@ -156,28 +153,10 @@ static void as_kept(struct sigaction *kept, const struct sigaction *act)
             sigaddset(&kept->sa_mask, s);
 }
 
-static bool is_function(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
-}
-
-/* Any other signal: the kernel's, without an SA_ONSTACK the tracer added. */
+/* Any other signal: through the trampoline, read back as the program's handler (sigtramp.c). */
 static int other_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    uint64_t bit = sig > 0 && sig <= 64 ? (uint64_t)1 << (sig - 1) : 0;
-    bool added = atomic_load_explicit(&onstack_added, memory_order_relaxed) & bit;
-    bool traced = act && atomic_load_explicit(&vms__trace_armed, memory_order_relaxed);
-    int rc = traced ? vms__trace_sigaction(sig, act, old, real_sigaction) : real_sigaction(sig, act, old);
-
-    if (rc)
-        return rc;
-    if (old && added)
-        old->sa_flags &= ~SA_ONSTACK;
-    if (act && traced && is_function(act) && !(act->sa_flags & SA_ONSTACK))
-        atomic_fetch_or_explicit(&onstack_added, bit, memory_order_relaxed);
-    else if (act)
-        atomic_fetch_and_explicit(&onstack_added, ~bit, memory_order_relaxed);
-    return 0;
+    return vms__tramp_sigaction(sig, act, old, real_sigaction);
 }
 
 VMS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -380,10 +359,7 @@ VMS_API __sighandler_t signal(int sig, __sighandler_t handler)
 {
     struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
 
-    resolve();
-    if (!chained_signal(sig) && !atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
-        return real_signal(sig, handler); /* traced: through sigaction above */
-    /* As glibc's signal(): the signal itself in the mask. */
+    /* As glibc's signal(), through the interposed sigaction: the signal itself in the mask. */
     sigemptyset(&sa.sa_mask);
     if (sigaddset(&sa.sa_mask, sig) || sigaction(sig, &sa, &old))
         return SIG_ERR;

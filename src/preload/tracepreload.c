@@ -17,11 +17,10 @@
  * sigprocmask.  A program's own kill(SIGSEGV) thus arrives where it
  * would have waited; nothing else changes.
  *
- * Signal handlers of the program are moved to the alternate signal stack
- * (SA_ONSTACK): a signal frame is written below the stack pointer, and
- * next to the tripwire it would not fit, so the kernel would drop the
- * signal and send SIGSEGV instead.  Every traced thread has vmstack's
- * alternate stack; handlers see no difference but the stack they run on.
+ * The program's signal handlers are entered through a trampoline on the
+ * alternate signal stack, which calls them on the interrupted stack
+ * (sigtramp.c): the kernel cannot write a signal frame next to a
+ * tripwire, the trampoline can.
  */
 #include "preload/preload.h"
 #include "trace/trace.h"
@@ -55,32 +54,6 @@ static void trace_main_thread(void)
     vms__trace_begin(hi - size, hi, true, MAIN_GUARD_PAGES * vms__g.page, &who);
 }
 
-static bool is_function(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
-}
-
-int vms__trace_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
-                         int (*real)(int, const struct sigaction *, struct sigaction *))
-{
-    struct sigaction sa = *act;
-
-    if (is_function(&sa))
-        sa.sa_flags |= SA_ONSTACK;
-    return real(sig, &sa, old);
-}
-
-/* Handlers installed before tracing began (by other libraries' constructors). */
-static void handlers_onstack(void)
-{
-    struct sigaction sa;
-
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGSEGV && sig != SIGBUS && sigaction(sig, NULL, &sa) == 0 && is_function(&sa) &&
-            !(sa.sa_flags & SA_ONSTACK))
-            sigaction(sig, &sa, NULL);
-}
-
 static void resolve_sigmask(void);
 
 void vms__trace_preload_init(void)
@@ -99,7 +72,6 @@ void vms__trace_preload_init(void)
         vms__out_printf("vmstack trace: not tracing: %s\n", vms_last_error());
         return;
     }
-    handlers_onstack();
     trace_main_thread();
 }
 

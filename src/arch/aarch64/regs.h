@@ -40,6 +40,19 @@ static inline uintptr_t vms__uc_fp(const ucontext_t *uc)
 }
 
 /* The link register: a leaf function's return address is only there. */
+/* The vector state of a signal frame: inside the ucontext (uc_mcontext.__reserved), nothing outside. */
+static inline void *vms__uc_fpstate(const ucontext_t *uc, size_t *size)
+{
+    (void)uc;
+    *size = 0;
+    return NULL;
+}
+
+static inline void vms__uc_set_fpstate(ucontext_t *uc, void *fp)
+{
+    (void)uc, (void)fp;
+}
+
 static inline uintptr_t vms__uc_ra(const ucontext_t *uc)
 {
     return (uintptr_t)uc->uc_mcontext.regs[30];

@@ -39,6 +39,30 @@ static inline uintptr_t vms__uc_fp(const ucontext_t *uc)
 }
 
 /* The return address when it is in a register (not on x86-64: the call pushed it). */
+/*
+ * The vector state a signal frame holds outside the ucontext (the xsave
+ * area uc_mcontext.fpregs points to) and its size: the extended size the
+ * kernel writes in its software-reserved bytes, or the legacy 512.
+ */
+static inline void *vms__uc_fpstate(const ucontext_t *uc, size_t *size)
+{
+    const unsigned char *fp = (const unsigned char *)uc->uc_mcontext.fpregs;
+    uint32_t magic, extended;
+
+    *size = 0;
+    if (!fp)
+        return NULL;
+    __builtin_memcpy(&magic, fp + 464, sizeof magic);
+    __builtin_memcpy(&extended, fp + 468, sizeof extended);
+    *size = magic == 0x46505853u && extended >= 512 ? extended : 512;
+    return (void *)fp;
+}
+
+static inline void vms__uc_set_fpstate(ucontext_t *uc, void *fp)
+{
+    uc->uc_mcontext.fpregs = (fpregset_t)fp;
+}
+
 static inline uintptr_t vms__uc_ra(const ucontext_t *uc)
 {
     (void)uc;
