@@ -350,6 +350,36 @@ handler_stack)
         cmp -s "$tmp/plain" "$tmp/out" || fail "$sub: $(diff "$tmp/plain" "$tmp/out")"
     done
     ;;
+unmanaged)
+    # A stack the program made itself (makecontext, an mprotect'd page below it) overflows: death
+    # by SIGSEGV as plain, after a report that names the stack and its mapping.
+    (ulimit -c 0; exec "$bin/run_unmanaged") > "$tmp/plain" 2> "$tmp/plain.err"; plain=$?
+    [ "$plain" = 139 ] || fail "plain: exit $plain"
+    for sub in run trace; do
+        keeper_run "$tmp/err" sh -c 'ulimit -c 0; exec "$@"' sh "$vmstack" $sub --output "$tmp/t" -- \
+            "$bin/run_unmanaged" > "$tmp/out"; rc=$?
+        [ "$rc" = 139 ] && cmp -s "$tmp/plain" "$tmp/out" || fail "$sub: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+        grep -Eqx 'vmstack: BUG: stack overflow on a stack vmstack does not manage: access at 0x[0-9a-f]+, sp 0x[0-9a-f]+' "$tmp/err" &&
+            grep -Eqx "vmstack: thread 'run_unmanaged' \(tid [0-9]+\)" "$tmp/err" &&
+            grep -Eqx 'vmstack: stack mapping 0x[0-9a-f]+\.\.0x[0-9a-f]+ \(64 KiB\), below it a mapping the access hit at 0x[0-9a-f]+\.\.0x[0-9a-f]+' "$tmp/err" &&
+            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] coroutine\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_unmanaged\]$' "$tmp/err" &&
+            [ "$(grep '^vmstack: ' "$tmp/err" | tail -1)" = "vmstack: not a stack of vmstack's: passing SIGSEGV on" ] ||
+            fail "$sub: report: $(cat "$tmp/err")"
+        grep -q "^vmstack run: stack usage of run_unmanaged (pid [0-9]*) at death by SIGSEGV" "$tmp/t" ||
+            fail "$sub: table: $(cat "$tmp/t")"
+    done
+    # Boost.Context's protected_fixedsize_stack: its own guard page, below its own mapping.
+    [ -x "$bin/run_boost_protected" ] || skip "Boost.Context was not found at build time"
+    (ulimit -c 0; exec "$bin/run_boost_protected") > "$tmp/plain" 2> "$tmp/plain.err"; plain=$?
+    [ "$plain" = 139 ] || fail "boost plain: exit $plain"
+    keeper_run "$tmp/err" sh -c 'ulimit -c 0; exec "$@"' sh "$vmstack" run --output "$tmp/t" -- \
+        "$bin/run_boost_protected" > "$tmp/out"; rc=$?
+    [ "$rc" = 139 ] && cmp -s "$tmp/plain" "$tmp/out" &&
+        grep -Eqx 'vmstack: BUG: stack overflow on a stack vmstack does not manage: access at 0x[0-9a-f]+, sp 0x[0-9a-f]+' "$tmp/err" &&
+        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] down\(unsigned long\)\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_boost_protected\]$' "$tmp/err" &&
+        [ "$(grep '^vmstack: ' "$tmp/err" | tail -1)" = "vmstack: not a stack of vmstack's: passing SIGSEGV on" ] ||
+        fail "boost: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+    ;;
 boehm)
     # A conservative collector stops its threads with a signal whose handler must run on the
     # interrupted stack (it scans each stack from there): 20 of 20 runs as plain, run and trace.

@@ -288,6 +288,8 @@ static bool classify_foreign(struct vms_fault *f)
     return classify_guard(f, true);
 }
 
+static bool passes_to_program(int sig);
+
 /* Fills *f; false when the fault is none of ours. */
 static bool classify(int sig, siginfo_t *si, ucontext_t *uc, struct vms_fault *f)
 {
@@ -307,7 +309,10 @@ static bool classify(int sig, siginfo_t *si, ucontext_t *uc, struct vms_fault *f
         return classify_slot(f, &loc);
     if (loc.where == VMS_AT_STACK)
         return classify_inner(f, &loc);
-    return loc.where == VMS_AT_NONE && classify_foreign(f);
+    if (loc.where != VMS_AT_NONE)
+        return false;
+    /* Another runtime's stack: reported where no handler of the program's takes the fault (a JVM's does). */
+    return classify_foreign(f) || (!passes_to_program(sig) && vms__classify_unmanaged(si, f));
 }
 
 /* ---- passing faults on ---- */

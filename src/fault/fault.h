@@ -44,14 +44,15 @@ struct vms_kill_check {
     uintptr_t outer_sp;  /* a stack's chain, followed: the stack pointer in its outermost frame */
 };
 /* What the handler found, for the report. */
-enum vms_fault_class { VMS_FAULT_NOT_OURS = 0, VMS_FAULT_OVERFLOW, VMS_FAULT_WILD };
+enum vms_fault_class { VMS_FAULT_NOT_OURS = 0, VMS_FAULT_OVERFLOW, VMS_FAULT_WILD, VMS_FAULT_UNMANAGED };
 
 struct vms_fault {
     int signo;
     enum vms_fault_class cls;
     uintptr_t addr;               /* the faulting address */
     uintptr_t ip, sp, bp;         /* the interrupted context */
-    uintptr_t lo, hi, guard_lo;   /* the stack whose guard was hit: [lo, hi), guard [guard_lo, lo) */
+    uintptr_t lo, hi, guard_lo;   /* the stack whose guard was hit: [lo, hi), guard [guard_lo, lo); unmanaged: the
+                                     mapping above the access, and where the access's own mapping starts (0: none) */
     bool owned;                   /* that stack is live (has an owner) */
     struct vms_task owner;        /* copy of its task record */
     bool by_known;                /* wild access: sp is on a known stack ... */
@@ -66,6 +67,13 @@ struct vms_fault {
     ucontext_t *uc;
 };
 
+/*
+ * unmanaged.c: an overflow of a stack vmstack did not allocate (a fault
+ * just below the stack pointer), under 'vmstack run' only: fills f (class
+ * VMS_FAULT_UNMANAGED, the mapping) and returns true.  Async-signal-safe.
+ */
+bool vms__classify_unmanaged(const siginfo_t *si, struct vms_fault *f);
+void vms__fault_report_unmanaged(void); /* turns it on */
 /* Writes the report up to (not including) the line saying what happens next. */
 void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f);
 /* What happens to the task that overflowed (a wild access is passed on). */

@@ -436,6 +436,28 @@ static void put_wild_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "\n");
 }
 
+static void put_unmanaged_head(struct vms_sbuf *b, const struct vms_fault *f)
+{
+    vms__sb_str(b, "vmstack: BUG: stack overflow on a stack vmstack does not manage: access at ");
+    vms__sb_hex(b, f->addr);
+    vms__sb_str(b, ", sp ");
+    vms__sb_hex(b, f->sp);
+    vms__sb_str(b, "\nvmstack: ");
+    put_this_thread(b);
+    vms__sb_str(b, "\n");
+    if (f->hi) {
+        vms__sb_str(b, "vmstack: stack mapping ");
+        put_range(b, f->lo, f->hi);
+        vms__sb_str(b, " (");
+        put_kib(b, f->hi - f->lo);
+        vms__sb_str(b, f->guard_lo ? "), below it a mapping the access hit at " : "), below it nothing mapped\n");
+        if (f->guard_lo) {
+            put_range(b, f->guard_lo, f->lo);
+            vms__sb_str(b, "\n");
+        }
+    }
+}
+
 /*
  * C++ names are demangled only when that cannot hang: the demangler
  * allocates, and a thread interrupted inside malloc holds the arena's lock.
@@ -448,6 +470,8 @@ void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
     demangling = (f->kc.followed || f->kc.ended) && !f->kc.holder;
     if (f->cls == VMS_FAULT_OVERFLOW)
         put_overflow_head(b, f);
+    else if (f->cls == VMS_FAULT_UNMANAGED)
+        put_unmanaged_head(b, f);
     else
         put_wild_head(b, f);
     vms__sb_str(b, "vmstack: ip ");
@@ -566,6 +590,8 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
     if (f->cls == VMS_FAULT_WILD) {
         vms__sb_str(b, f->signo == SIGBUS ? "vmstack: not an overflow: passing SIGBUS on\n"
                                           : "vmstack: not an overflow: passing SIGSEGV on\n");
+    } else if (f->cls == VMS_FAULT_UNMANAGED) {
+        vms__sb_str(b, "vmstack: not a stack of vmstack's: passing SIGSEGV on\n");
     } else if (o == VMS_OUT_KILL_FIBER) {
         vms__sb_str(b, "vmstack: killed fiber '");
         vms__sb_name(b, f->owner.name, sizeof f->owner.name);

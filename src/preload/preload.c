@@ -610,6 +610,7 @@ static void preload_start(void)
         return;
     }
     vms__set_report_writer(vms__out_report); /* line by line, checked (outfd.c) */
+    vms__fault_report_unmanaged(); /* the program's runtimes' own stacks too (src/fault/unmanaged.c) */
     main_thread_register();
     /* --report-signal is for the program, not for the processes it starts. */
     if (vms__run_opts.report_signal && is_the_program())

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Overflows of stacks vmstack does not manage: a PHP Fiber's, Boost's
+ * protected stacks, a makecontext stack below an mprotect'd page, any
+ * runtime's own mmap'd stacks.  A fault at an address just below the
+ * stack pointer (or in the stack pointer's own page) is the thread
+ * running off its stack, whoever made it: reported in the same form, with
+ * the mapping the stack pointer was in, and passed on as it would have
+ * been (the process dies by SIGSEGV, or the program's handler takes it).
+ * 'vmstack run' turns this on (vms__fault_report_unmanaged); a program
+ * linked with the library reports only its own stacks.
+ *
+ * Async-signal-safe: open, read and close of /proc/self/maps.
+ */
+#include "fault/fault.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A frame may leave its stack pointer this far above what it writes first (probed frames: a page at a time). */
+#define BELOW_SP ((uintptr_t)64 << 10)
+
+static _Atomic bool on;
+
+void vms__fault_report_unmanaged(void)
+{
+    atomic_store_explicit(&on, true, memory_order_relaxed);
+}
+
+static uintptr_t hex_at(const char **p)
+{
+    uintptr_t v = 0;
+
+    for (;; (*p)++) {
+        char c = **p;
+        if (c >= '0' && c <= '9')
+            v = v << 4 | (uintptr_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v << 4 | (uintptr_t)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+/* One line of /proc/self/maps: the mapping's range and whether it can be written. */
+static void mapping_line(const char *l, uintptr_t addr, struct vms_fault *f)
+{
+    uintptr_t lo = hex_at(&l), hi;
+
+    if (*l++ != '-')
+        return;
+    hi = hex_at(&l);
+    if (*l == ' ' && l[2] == 'w' && lo > addr && (!f->hi || lo < f->lo)) {
+        f->lo = lo; /* the nearest writable mapping above the access: the stack that ran out */
+        f->hi = hi;
+    }
+    if (lo <= addr && addr < hi)
+        f->guard_lo = lo; /* the access was in a mapping of its own (a guard): where it starts */
+}
+
+/* The stack mapping above addr (f->lo, f->hi), from /proc/self/maps; none when it cannot be read. */
+static void find_mapping(uintptr_t addr, struct vms_fault *f)
+{
+    char buf[512];
+    size_t have = 0;
+    ssize_t n;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    while ((n = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
+        char *line = buf, *nl;
+        have += (size_t)n;
+        buf[have] = '\0';
+        while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+            *nl = '\0';
+            mapping_line(line, addr, f);
+            line = nl + 1;
+        }
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)
+            have = 0; /* a line longer than the buffer: its start was read, the rest is skipped */
+    }
+    close(fd);
+}
+
+bool vms__classify_unmanaged(const siginfo_t *si, struct vms_fault *f)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+    if (!atomic_load_explicit(&on, memory_order_relaxed) || f->signo != SIGSEGV ||
+        (si->si_code != SEGV_MAPERR && si->si_code != SEGV_ACCERR))
+        return false;
+    /* Below the stack pointer, or in its own page. */
+    if (!(f->addr < f->sp ? f->sp - f->addr <= BELOW_SP : (f->addr & ~(page - 1)) == (f->sp & ~(page - 1))))
+        return false;
+    f->cls = VMS_FAULT_UNMANAGED;
+    find_mapping(f->addr, f);
+    return true;
+}
