@@ -37,6 +37,8 @@ static void help(void)
            "                        once, with the chain that reached it\n"
            "  --warn-depth PERCENT  warn (at once, on stderr) when a thread passes\n"
            "                        PERCENT of its stack\n"
+           "  --max-tasks N         trace up to N tasks (threads, fibers) at once\n"
+           "                        (default 4096); the table counts those left out\n"
            "  --all-lines           file:line also from separately installed debug files\n"
            "                        (/usr/lib/debug; 0.1-0.2 s per library at exit);\n"
            "                        by default only from modules built with -g\n"
@@ -53,7 +55,7 @@ static void help(void)
 }
 
 struct trace_args {
-    const char *warn_frame, *warn_depth;
+    const char *warn_frame, *warn_depth, *max_tasks;
     char **run_argv; /* "trace", the options for run, "--", PROG ARGS... */
     int run_argc;
     bool help, all_lines;
@@ -67,6 +69,11 @@ static int check_args(const struct trace_args *a)
 
     if (a->warn_frame && (vms__parse_size(a->warn_frame, &n) || n == 0))
         return cmd_usage_error("trace", "--warn-frame %s: not a positive number of bytes", a->warn_frame);
+    if (a->max_tasks) {
+        long n = strtol(a->max_tasks, &end, 10);
+        if (!*a->max_tasks || *end || n < 1 || n > 1 << 20)
+            return cmd_usage_error("trace", "--max-tasks %s: not a number of tasks from 1 to 1048576", a->max_tasks);
+    }
     if (a->warn_depth) {
         pct = strtol(a->warn_depth, &end, 10);
         if (!*a->warn_depth || *end || pct < 1 || pct > 100)
@@ -75,13 +82,14 @@ static int check_args(const struct trace_args *a)
     return 0;
 }
 
-enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
+enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_MAX_TASKS, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
        OPT_ALLOW_UNPROTECTED, OPT_FOLDED, OPT_PLOT };
 
 /* Ours, then the options of 'run', which go on to it as they came. */
 static const struct option trace_options[] = {
     {"warn-frame", required_argument, NULL, OPT_WARN_FRAME},
     {"warn-depth", required_argument, NULL, OPT_WARN_DEPTH},
+    {"max-tasks", required_argument, NULL, OPT_MAX_TASKS},
     {"all-lines", no_argument, NULL, OPT_ALL_LINES},
     {"json", no_argument, NULL, OPT_JSON},
     {"guard", required_argument, NULL, OPT_GUARD},
@@ -106,6 +114,9 @@ static int on_option(void *ctx, int opt, const char *v)
         return 0;
     case OPT_WARN_DEPTH:
         a->warn_depth = v;
+        return 0;
+    case OPT_MAX_TASKS:
+        a->max_tasks = v;
         return 0;
     case OPT_ALL_LINES:
         a->all_lines = true;
@@ -168,7 +179,8 @@ int cmd_trace(int argc, char **argv)
     snprintf(buf, sizeof buf, "%zu", frame);
     if (setenv("VMSTACK_TRACE_WARN_FRAME", buf, 1) ||
         setenv("VMSTACK_TRACE_WARN_DEPTH", a.warn_depth ? a.warn_depth : "0", 1) ||
-        setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1)) {
+        setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1) ||
+        setenv("VMSTACK_TRACE_MAX_TASKS", a.max_tasks ? a.max_tasks : "0", 1)) {
         cmd_say("vmstack trace: out of memory for the environment\n");
         return 125;
     }

@@ -7,6 +7,7 @@
  *   VMSTACK_RUN_TRACE=1           trace (set by 'vmstack trace')
  *   VMSTACK_TRACE_WARN_FRAME=N    report frames above N bytes
  *   VMSTACK_TRACE_WARN_DEPTH=P    warn when a thread passes P% of its stack
+ *   VMSTACK_TRACE_MAX_TASKS=N     tasks traced at once (0: the tracer's default)
  *
  * The report goes where the usage table goes (runtable.c), after it.
  *
@@ -68,6 +69,8 @@ void vms__trace_preload_init(void)
         o.warn_frame = strtoul(v, NULL, 10);
     if ((v = getenv("VMSTACK_TRACE_WARN_DEPTH")))
         o.warn_depth = (unsigned)strtoul(v, NULL, 10);
+    if ((v = getenv("VMSTACK_TRACE_MAX_TASKS")))
+        o.max_tasks = (unsigned)strtoul(v, NULL, 10);
     if (vms__trace_configure(&o)) {
         vms__out_printf("vmstack trace: not tracing: %s\n", vms_last_error());
         return;

@@ -81,7 +81,7 @@
 #endif
 
 #define TLS_IE __thread __attribute__((tls_model("initial-exec")))
-#define TASKS_MAX 4096         /* traced tasks alive at once */
+#define TASKS_DEFAULT 4096     /* traced tasks alive at once, unless vms_trace_opts.max_tasks says */
 #define MAX_FRAMES ((size_t)1 << 20)
 #define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
 #define WARN_MAX 64            /* distinct functions reported by --warn-frame */
@@ -138,7 +138,9 @@ _Atomic int vms__trace_armed;
 static int tracer;               /* the pid ptracing the process when tracing was configured; 0: none */
 static bool on_valgrind;         /* valgrind runs the process: it reports every read of a tripwire's neighbours */
 static struct vms_trace_opts opts;
-static struct task *tasks;       /* TASKS_MAX, mmap'd when configured */
+static struct task *tasks;       /* tasks_max, mmap'd when configured (only what is touched costs memory) */
+static int tasks_max;
+static _Atomic unsigned long untraced; /* tasks that found no free record: they ran untraced */
 static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
 static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
@@ -741,7 +743,8 @@ bool vms__trace_on_valgrind(void)
 
 int vms__trace_configure(const struct vms_trace_opts *o)
 {
-    size_t bytes = TASKS_MAX * sizeof *tasks + WARN_MAX * sizeof *warns;
+    int max = o->max_tasks ? (int)o->max_tasks : TASKS_DEFAULT;
+    size_t bytes = (size_t)max * sizeof *tasks + WARN_MAX * sizeof *warns;
     char *p;
     int rc;
 
@@ -759,7 +762,8 @@ int vms__trace_configure(const struct vms_trace_opts *o)
     /* The handler must be there before the first tripwire. */
     else if (!(rc = vms__fault_thread_init())) {
         tasks = (struct task *)p;
-        warns = (struct warn_slot *)(p + TASKS_MAX * sizeof *tasks);
+        warns = (struct warn_slot *)(p + (size_t)max * sizeof *tasks);
+        tasks_max = max;
         opts = *o;
         tracer = tracer_pid();
         on_valgrind = vms__san_on_valgrind();
@@ -782,7 +786,7 @@ const struct vms_trace_opts *vms__trace_options(void)
 
 static struct task *claim(void)
 {
-    for (int i = 0; i < TASKS_MAX; i++) {
+    for (int i = 0; i < tasks_max; i++) {
         int expect = FREE, u;
         if (atomic_load_explicit(&tasks[i].state, memory_order_relaxed) != FREE ||
             !atomic_compare_exchange_strong_explicit(&tasks[i].state, &expect, BUSY, memory_order_acquire,
@@ -820,8 +824,10 @@ static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct 
     size_t frames;
     void *buf;
 
-    if (!(t = claim()))
-        return vms__fail(ENOSPC, "%d traced tasks at once: the rest run untraced", TASKS_MAX);
+    if (!(t = claim())) {
+        atomic_fetch_add_explicit(&untraced, 1, memory_order_relaxed);
+        return vms__fail(ENOSPC, "%d traced tasks at once: the rest run untraced", tasks_max);
+    }
     /* Every frame holds at least its return address. */
     frames = (size_t)(hi - lo) / sizeof(void *);
     if (frames > MAX_FRAMES)
@@ -1118,6 +1124,12 @@ static int deepest_first(const void *a, const void *b)
     uintptr_t x = chain_depth(a), y = chain_depth(b);
 
     return (x < y) - (x > y);
+}
+
+unsigned long vms__trace_untraced(int *limit)
+{
+    *limit = tasks_max;
+    return atomic_load_explicit(&untraced, memory_order_relaxed);
 }
 
 unsigned long vms__trace_quiet(void)

@@ -36,6 +36,7 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc);
 struct vms_trace_opts {
     size_t warn_frame;   /* report frames above this many bytes; 0: off */
     unsigned warn_depth; /* warn when a task passes this % of its stack; 0: off */
+    unsigned max_tasks;  /* tasks traced at once (the rest run untraced, and are counted); 0: 4096 */
 };
 
 /*
@@ -149,6 +150,8 @@ struct vms_trace_warn {
 /* Snapshots of every task's deepest chain, deepest first; free with vms__trace_free. */
 size_t vms__trace_collect(struct vms_trace_chain **out);
 void vms__trace_free(struct vms_trace_chain *c, size_t n);
+/* Tasks that ran untraced: no record was free for them (the limit in *limit). */
+unsigned long vms__trace_untraced(int *limit);
 /* Tasks, ended or running, that never touched their first tripwire: no chain. */
 unsigned long vms__trace_quiet(void);
 /* Copies of the frame warnings so far. */

@@ -344,7 +344,8 @@ void vms__trace_format(FILE *f, const char *why, pid_t pid)
     struct vms_trace_chain *c;
     size_t n = vms__trace_collect(&c);
     struct symbolizer *z = calloc(1, sizeof *z);
-    unsigned long quiet;
+    unsigned long quiet, untraced;
+    int limit;
 
     if (!z) {
         vms__trace_free(c, n);
@@ -360,6 +361,10 @@ void vms__trace_format(FILE *f, const char *why, pid_t pid)
     else if (vms__trace_on_valgrind())
         fprintf(f, "no tripwires: the process runs under valgrind; depths and chains come from the dead stacks "
                    "of ended tasks alone\n");
+    if ((untraced = vms__trace_untraced(&limit)))
+        fprintf(f, "%lu %s not traced: %d tasks are traced at once ('vmstack trace --max-tasks N' raises the "
+                   "limit); the deepest below is of those traced\n",
+                untraced, untraced == 1 ? "task was" : "tasks were", limit);
     if (n) {
         fprintf(f, "overall deepest: ");
         put_task(f, z, &c[0].who, c[0].main);
@@ -488,6 +493,7 @@ void vms__trace_json(struct vms_json *j, const char *why)
     struct vms_trace_warn *w;
     size_t n = vms__trace_collect(&c), nw = vms__trace_warnings(&w);
     Dwfl *d = open_dwfl();
+    int limit;
 
     vms__json_obj(j);
     vms__json_key(j, "when");
@@ -501,6 +507,10 @@ void vms__trace_json(struct vms_json *j, const char *why)
     vms__trace_tracer() ? vms__json_int(j, vms__trace_tracer()) : vms__json_null(j);
     vms__json_key(j, "quiet_tasks");
     vms__json_uint(j, vms__trace_quiet());
+    vms__json_key(j, "untraced_tasks");
+    vms__json_uint(j, vms__trace_untraced(&limit));
+    vms__json_key(j, "max_tasks");
+    vms__json_int(j, limit);
     vms__json_key(j, "warnings");
     vms__json_arr(j);
     for (size_t i = 0; i < nw; i++) {
