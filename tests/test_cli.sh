@@ -18,6 +18,13 @@ err=$("$VMSTACK" frobnicate 2>&1 >/dev/null); rc=$?
 check "unknown command exits 2" test $rc -eq 2
 check "unknown command: one line naming it" test "$err" = "vmstack: unknown command 'frobnicate' (see 'vmstack --help')"
 
+for sub in run trace bench checkstack demo; do
+  check "help $sub is $sub --help" test "$("$VMSTACK" help $sub)" = "$("$VMSTACK" $sub --help)"
+done
+err=$("$VMSTACK" help frobnicate 2>&1 >/dev/null); rc=$?
+check "help of an unknown command exits 2, one line" test $rc -eq 2 -a "$err" = "vmstack help: unknown command 'frobnicate' (see 'vmstack --help')"
+check "-V is --version" test "$("$VMSTACK" -V)" = "$("$VMSTACK" --version)"
+
 err=$("$VMSTACK" demo extra 2>&1 >/dev/null); rc=$?
 check "demo with an argument exits 2" test $rc -eq 2
 check "demo usage error text" test "$err" = "vmstack demo: unexpected argument 'extra' (see 'vmstack demo --help')"

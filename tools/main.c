@@ -20,7 +20,8 @@ static void usage(FILE *f)
                "Commands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
-    fprintf(f, "\n'vmstack COMMAND --help' describes a command; man vmstack(1) has the details.\n"
+    fprintf(f, "\n'vmstack help COMMAND' (or 'vmstack COMMAND --help') describes a command; -V prints the\n"
+               "version; man vmstack(1) has the details.\n"
                "Exit status: 0 success, 1 failure, 2 bad usage; run and trace: the program's, or 125, 126, 127 as env(1).\n");
 }
 
@@ -30,11 +31,20 @@ int main(int argc, char **argv)
         usage(stderr);
         return CMD_USAGE;
     }
+    /* 'vmstack help COMMAND' is 'vmstack COMMAND --help'. */
+    if (!strcmp(argv[1], "help") && argc > 2) {
+        char *help_argv[] = { argv[2], "--help", NULL };
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (!strcmp(argv[2], cmds[i].name))
+                return cmds[i].main(2, help_argv);
+        cmd_say("vmstack help: unknown command '%s' (see 'vmstack --help')\n", argv[2]);
+        return CMD_USAGE;
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return CMD_OK;
     }
-    if (!strcmp(argv[1], "--version")) {
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
         printf("vmstack %s\n", VMS_VERSION_STRING);
         return CMD_OK;
     }
