@@ -122,6 +122,12 @@ env)
         [ "$rc" = 126 ] && grep -q 'is set-user-ID: it runs in secure-execution mode' "$tmp/err" || fail "setuid: exit $rc: $(cat "$tmp/err")"
         "$vmstack" run --allow-unprotected -- "$tmp/suid" 2> "$tmp/err" || fail "setuid allowed: exit status"
         grep -q 'runs without vmstack' "$tmp/err" || fail "setuid allowed: $(cat "$tmp/err")"
+        # A script runs its interpreter: a set-user-ID one is refused the same way, with the reason.
+        cp /bin/sh "$tmp/suidsh"; chown nobody "$tmp/suidsh"; chmod 4755 "$tmp/suidsh"
+        printf '#!%s\necho hi\n' "$tmp/suidsh" > "$tmp/script"; chmod +x "$tmp/script"
+        "$vmstack" run -- "$tmp/script" > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 126 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = "vmstack run: $tmp/script is a script whose interpreter $tmp/suidsh is set-user-ID: it runs in secure-execution mode, where the dynamic loader ignores vmstack; --allow-unprotected runs it without vmstack (see 'vmstack run --help')" ] ||
+            fail "setuid interpreter: exit $rc: $(cat "$tmp/err")"
     fi
     ;;
 reportsignal)

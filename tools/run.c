@@ -417,6 +417,9 @@ static const char *file_problem(const char *path, char *interp, size_t n)
     return script_answer;
 }
 
+/* The program the kernel runs for path: path itself, or the last #! interpreter (program_problem checked). */
+static char program_run[PATH_MAX];
+
 /* NULL if the program can run under the preload library: ELF checked, a script's interpreter too. */
 static const char *program_problem(const char *path)
 {
@@ -424,9 +427,12 @@ static const char *program_problem(const char *path)
     static char interp[256], why_interp[sizeof interp + 256];
     const char *why = file_problem(path, interp, sizeof interp);
 
+    snprintf(program_run, sizeof program_run, "%s", why == script_answer ? interp : path);
+
     for (int depth = 0; why == script_answer; depth++) {
         if (depth == 5) /* deeper than the kernel follows interpreters */
             return "is a script without a usable #! interpreter";
+        snprintf(program_run, sizeof program_run, "%s", interp);
         if ((why = file_problem(interp, interp, sizeof interp)) && why != script_answer) {
             snprintf(why_interp, sizeof why_interp, "is a script whose interpreter %s cannot run under vmstack %s: "
                      "it %s", interp, sub, why);
@@ -713,6 +719,12 @@ static int run_main(int argc, char **argv)
         return rc;
     if ((why = secure_execution(path)))
         return run_unprotected(&a, argv, path, why);
+    /* A script runs its interpreter: a set-id one runs in secure-execution mode too. */
+    if (strcmp(program_run, path) && (why = secure_execution(program_run))) {
+        static char whose[sizeof program_run + 64];
+        snprintf(whose, sizeof whose, "is a script whose interpreter %s %s", program_run, why);
+        return run_unprotected(&a, argv, path, whose);
+    }
     if (!cmd_find_lib(PRELOAD_NAME, preload, sizeof preload)) {
         cmd_say("vmstack %s: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
                 "install directory (" VMS_PRELOAD_REL " from the binary): reinstall vmstack\n", sub);
