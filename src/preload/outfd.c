@@ -197,7 +197,7 @@ bool vms__out_handed_over(const char **text, size_t *len)
     if (!m || !atomic_exchange(&m->text_whole, 0))
         return false;
     *text = m->text;
-    *len = m->text_len;
+    *len = m->text_len < VMS_RUN_TEXT_MAX ? m->text_len : VMS_RUN_TEXT_MAX;
     m->text_len = 0;
     return true;
 }
@@ -221,7 +221,8 @@ void vms__out_flush(void)
     vms__os_write_all(2, m->reports, n < VMS_RUN_REPORTS_MAX ? n : VMS_RUN_REPORTS_MAX);
     if (atomic_load(&m->text_whole))
         return; /* the keeper delivers it as the program would have (vms__run_deliver_kept) */
-    vms__os_write_all(2, m->text, m->text_len);
+    /* The program could write anything here: no more than the mapping holds. */
+    vms__os_write_all(2, m->text, m->text_len < VMS_RUN_TEXT_MAX ? m->text_len : VMS_RUN_TEXT_MAX);
     m->text_len = 0;
 }
 
