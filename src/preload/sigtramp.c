@@ -33,6 +33,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
+/* What call_handler and the switch to it take below the copies, before the program's handler runs. */
+#define CALL_FRAME 1024
+
 /* The program's actions that the trampoline stands for, by signal, and whether the kernel has it. */
 static struct sigaction programs[NSIG];
 static _Atomic bool installed[NSIG];
@@ -42,16 +45,34 @@ struct tramp {
     siginfo_t *si;
     ucontext_t *uc;
     const struct sigaction *act;
-    char *cut;  /* the alternate stack ends here while the handler runs */
-    int errnum; /* errno, as the handler gets it and as it leaves it */
+    char *cut;      /* the alternate stack ends here while the handler runs */
+    sigset_t mask;  /* the handler's, as the kernel set it */
+    int errnum;     /* errno, as the handler gets it and as it leaves it */
 };
+
+/* Every signal that can wait blocked: one delivered on vmstack's alternate stack now would land on the trampoline. */
+static void block_all(sigset_t *old)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    pthread_sigmask(SIG_BLOCK, &all, old);
+}
 
 static bool runs_handler(const struct sigaction *sa)
 {
     return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
 }
 
-/* On the interrupted stack: the program's handler, with the alternate stack cut below the trampoline. */
+/*
+ * On the stack the handler runs on, entered with every signal blocked:
+ * vmstack's alternate stack cut below the trampoline first, the handler's
+ * own mask only while it runs, every signal blocked again before the
+ * alternate stack is whole again (the trampoline's return restores the
+ * interrupted mask).
+ */
 static void call_handler(void *p, uintptr_t unused)
 {
     struct tramp *t = p;
@@ -66,12 +87,14 @@ static void call_handler(void *p, uintptr_t unused)
         cut.ss_size = (size_t)(t->cut - (char *)now.ss_sp);
         cutting = cut.ss_size >= (size_t)MINSIGSTKSZ && vms__altstack_kernel(&cut, NULL) == 0;
     }
+    pthread_sigmask(SIG_SETMASK, &t->mask, NULL);
     errno = t->errnum;
     if (t->act->sa_flags & SA_SIGINFO)
         t->act->sa_sigaction(t->sig, t->si, t->uc);
     else
         t->act->sa_handler(t->sig);
     t->errnum = errno;
+    block_all(NULL);
     if (cutting) {
         now.ss_flags &= ~SS_ONSTACK;
         vms__altstack_kernel(&now, NULL);
@@ -117,12 +140,14 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
         return; /* changed since the delivery: the kernel would have run the new action */
     if (vms__altstack_kernel(NULL, &here) || !(here.ss_flags & SS_ONSTACK)) {
         /* Not on an alternate stack (none was there): the kernel's frame is where it would be. */
-        t.si = si;
-        t.uc = uc;
-        call_handler(&t, 0);
         errno = t.errnum;
+        if (act.sa_flags & SA_SIGINFO)
+            act.sa_sigaction(sig, si, uc);
+        else
+            act.sa_handler(sig);
         return;
     }
+    block_all(&t.mask);
     at = frame_top(&act, vms__uc_sp(uc), &uc_stack);
     if (fp) {
         at = (at - fsize) & ~(uintptr_t)63;
@@ -135,6 +160,9 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
     t.si = memcpy((void *)at, si, sizeof *si);
     if (fp)
         vms__uc_set_fpstate(t.uc, fp_copy);
+    /* call_handler's own frame there, touched from here: a tripwire in it faults now, onto this stack. */
+    for (uintptr_t a = at - 1; a >= at - CALL_FRAME; a -= 64)
+        (void)*(volatile const char *)a;
     t.cut = (char *)((vms__arch_sp() - VMS_ARCH_RED_ZONE) & ~(uintptr_t)15);
     vms__call_on_stack((void *)at, call_handler, &t);
     uc_stack = uc->uc_stack;
