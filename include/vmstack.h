@@ -1037,7 +1037,8 @@ VMS_API long vms_trim(void);
  * Releases the unused part of the stacks of the calling thread's fibers
  * that have waited (vms_fiber_park, vms_sleep_ns, vms_wait_fd, the
  * synchronisation calls) for at least idle_ns: the whole pages below each
- * one's saved stack pointer and the 128-byte red zone, which hold nothing
+ * one's saved stack pointer and the red zone the processor's ABI keeps
+ * below it (128 bytes on x86-64, none on aarch64), which hold nothing
  * live (MADV_DONTNEED; touched again, they come back as zeros, as a fresh
  * stack's pages do).  A fiber that went deep once, then waits, holds no
  * more than one that never did.  When a fiber began to wait is known to
