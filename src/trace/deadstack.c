@@ -45,7 +45,8 @@
 #define FRAME_SCAN ((uintptr_t)64 << 10) /* how far a frame record is looked for above a stack pointer */
 #define SCAN_BUDGET_MS 200     /* a task's scan gives up after this long: a chain cut short, never a stalled exit */
 
-enum { DW_RBP = VMS_DW_FP, DW_RSP = VMS_DW_SP, DW_RA = VMS_DW_RA };
+/* DWARF register numbers of the frame pointer, the stack pointer and the return address column. */
+enum { DW_FP = VMS_DW_FP, DW_SP = VMS_DW_SP, DW_RA = VMS_DW_RA };
 
 /* ---- the lowest written word, and zeroing ---- */
 
@@ -204,6 +205,8 @@ struct dead {
     bool stopped;                      /* gave up: JIT code, or out of time */
     bool rec_cut;                      /* the recorded chain ends in code without call-frame information */
     bool cut;                          /* so does this one: it ends with the recorded chain's outermost frame */
+    bool partial;                      /* frames of the chain are missing, from f[gap] on */
+    uint32_t gap;
 };
 
 static int add_segs(struct dl_phdr_info *info, size_t size, void *arg)
@@ -442,10 +445,10 @@ static Dwfl *open_dwfl(void)
 
 /* How to find the caller's frame, at a pc of the process. */
 struct rule {
-    int cfa_reg;       /* DW_RSP or DW_RBP */
+    int cfa_reg;       /* DW_SP or DW_FP */
     int64_t cfa_off;
-    enum { RBP_SAME, RBP_AT, RBP_LOST } rbp;
-    int64_t rbp_off;   /* RBP_AT: the caller's rbp is saved at CFA + rbp_off */
+    enum { FP_SAME, FP_AT, FP_LOST } fp;
+    int64_t fp_off;    /* FP_AT: the caller's frame pointer is saved at CFA + fp_off */
     bool outermost;    /* the return address is undefined: no caller */
     bool ra_saved;     /* the return address is saved at CFA + ra_off */
     int64_t ra_off;
@@ -497,7 +500,7 @@ static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
         } else {
             r->cfa_reg = -1;
         }
-        ok = r->cfa_reg == DW_RSP || r->cfa_reg == DW_RBP;
+        ok = r->cfa_reg == DW_SP || r->cfa_reg == DW_FP;
         r->cfa_elsewhere = !ok && r->cfa_reg >= 0;
     }
     r->outermost = false;
@@ -506,12 +509,12 @@ static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
         r->outermost = nops == 0 && ops == mem;
         r->ra_saved = saved_at_cfa(ops, nops, &r->ra_off);
     }
-    r->rbp = RBP_LOST;
-    if (DW(dwarf_frame_register)(fr, DW_RBP, mem, &ops, &nops) == 0) {
+    r->fp = FP_LOST;
+    if (DW(dwarf_frame_register)(fr, DW_FP, mem, &ops, &nops) == 0) {
         if (nops == 0 && !ops)
-            r->rbp = RBP_SAME;
-        else if (saved_at_cfa(ops, nops, &r->rbp_off))
-            r->rbp = RBP_AT;
+            r->fp = FP_SAME;
+        else if (saved_at_cfa(ops, nops, &r->fp_off))
+            r->fp = FP_AT;
     }
     free(fr);
     return ok;
@@ -528,10 +531,11 @@ static bool rule_at(struct dead *d, uintptr_t pc, struct rule *r)
 }
 
 /*
- * The fixed frame of a function that sets up a frame pointer ("push %rbp;
- * mov %rsp,%rbp", then pushes and "sub $N,%rsp"), decoded from its first
- * instructions: its call-frame information stops following rsp there.  0
- * when the prologue is not of that form.
+ * The fixed frame of a function that sets up a frame pointer (saves the
+ * caller's, points its own at the saved one, then saves registers and
+ * allocates its locals), decoded from its first instructions by the
+ * architecture's rules: its call-frame information stops following the
+ * stack pointer there.  0 when the prologue is not of that form.
  */
 static uintptr_t fp_prologue_frame(const struct dead *d, uintptr_t entry)
 {
@@ -539,8 +543,8 @@ static uintptr_t fp_prologue_frame(const struct dead *d, uintptr_t entry)
 }
 
 /*
- * The fixed frame of the function holding addr: the largest "CFA = rsp +
- * N" over its call-frame information (N counts the return address, as
+ * The fixed frame of the function holding addr: the largest "CFA = stack
+ * pointer + N" over its call-frame information (N counts the return address, as
  * -fstack-usage does), or its prologue's once it sets up a frame pointer.
  * 0 when unknown.  The zero-filled stack cannot show the zero words a
  * function wrote, so the deepest function's frame is taken whole.
@@ -576,11 +580,11 @@ static uintptr_t cfa_max_locked(const struct dead *d, uintptr_t entry, uintptr_t
                 reg = ops[0].atom - DW_OP_breg0, o = (int64_t)ops[0].number;
         }
         free(fr);
-        if (reg == DW_RBP) {
-            uintptr_t fp = fp_prologue_frame(d, entry);
-            return fp > max ? fp : max;
+        if (reg == DW_FP) {
+            uintptr_t fixed = fp_prologue_frame(d, entry);
+            return fixed > max ? fixed : max;
         }
-        if (reg == DW_RSP && o > 0 && (uintptr_t)o > max)
+        if (reg == DW_SP && o > 0 && (uintptr_t)o > max)
             max = (uintptr_t)o;
         a = stop + bias > a ? stop + bias : a + 1;
     }
@@ -678,18 +682,18 @@ static bool join(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t slot)
 }
 
 /*
- * A frame-pointer function whose callee did not save rbp where we could
- * see it: its frame record (saved rbp, then the return address) is the
- * first pair at or above sp that looks like one.
+ * A frame-pointer function whose callee did not save the frame pointer
+ * where we could see it: its frame record (saved frame pointer, then the
+ * return address) is the first pair at or above sp that looks like one.
  */
-static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
+static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *fp)
 {
     bool ok = true;
 
     for (uintptr_t x = sp; x + 2 * sizeof(uintptr_t) <= d->hi && x - sp < FRAME_SCAN; x += sizeof(uintptr_t)) {
         uintptr_t saved = word(d, x, &ok), ret = ret_word(d, x + sizeof(uintptr_t), &ok);
         if (ok && (saved == 0 || (saved > x && saved < d->hi)) && is_return_address(d, ret)) {
-            *rbp = x;
+            *fp = x;
             return true;
         }
     }
@@ -698,7 +702,8 @@ static bool frame_record(const struct dead *d, uintptr_t sp, uintptr_t *rbp)
 
 /*
  * A frame whose CFA is kept in a register the scan does not follow (the
- * loader's lazy-binding resolver realigns the stack and keeps it in rbx):
+ * loader's lazy-binding resolver realigns the stack and keeps it in a
+ * callee-saved register):
  * where a call pushes the return address, the CFA is right above the
  * first word at or above sp that a direct call into this function left.
  * *r: the rule that makes of it.
@@ -715,8 +720,8 @@ static bool pushed_return_above(struct dead *d, uintptr_t ip, uintptr_t sp, stru
         if (!ok)
             return false;
         if (is_return_address(d, v) && !after_indirect_call(d, v) && call_reaches(d, v, fn)) {
-            *r = (struct rule){.cfa_reg = DW_RSP, .cfa_off = (int64_t)(x + sizeof(uintptr_t) - sp), .ra_saved = true,
-                               .ra_off = -(int64_t)sizeof(uintptr_t), .rbp = RBP_LOST};
+            *r = (struct rule){.cfa_reg = DW_SP, .cfa_off = (int64_t)(x + sizeof(uintptr_t) - sp), .ra_saved = true,
+                               .ra_off = -(int64_t)sizeof(uintptr_t), .fp = FP_LOST};
             return true;
         }
     }
@@ -724,45 +729,50 @@ static bool pushed_return_above(struct dead *d, uintptr_t ip, uintptr_t sp, stru
 }
 
 /*
- * From the frame (ip, sp) outwards, ip read at slot, below: the entry of
- * the function that ip's call went to (0: unknown); false when the chain
- * was lost on the way (overwritten, JIT code, out of time).
+ * Where the unwinding is: the frame (ip, sp), ip read at slot; below, the
+ * entry of the function that ip's call went to (0: unknown); fp, the
+ * frame pointer there when fp_known.
  */
-static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t slot, uintptr_t below, uintptr_t rbp,
-                        bool rbp_known)
+struct cursor {
+    uintptr_t ip, sp, slot, below, fp;
+    bool fp_known;
+};
+
+/* From the frame at c outwards; false when the chain was lost on the way (overwritten, JIT code, out of time). */
+static bool unwind_from(struct dead *d, struct cursor c)
 {
     for (;;) {
         struct rule r = {0};
         uintptr_t cfa, ret;
         bool ok = true;
 
-        if (join(d, ip, sp, slot))
+        if (join(d, c.ip, c.sp, c.slot))
             return true;
-        if (out_of_time(d) || !is_return_address(d, ip) || !call_reaches(d, ip, below))
+        if (out_of_time(d) || !is_return_address(d, c.ip) || !call_reaches(d, c.ip, c.below))
             return false;
-        if (!put(d, ip, sp))
+        if (!put(d, c.ip, c.sp))
             return false;
-        if (!rule_at(d, ip - 1, &r)) {
+        if (!rule_at(d, c.ip - 1, &r)) {
             if (r.no_fde) {
                 d->cut = true; /* code without call-frame information: its callers are not known */
                 return true;
             }
-            if (!r.cfa_elsewhere || !pushed_return_above(d, ip, sp, &r))
+            if (!r.cfa_elsewhere || !pushed_return_above(d, c.ip, c.sp, &r))
                 return false;
         }
-        if (r.outermost || sp == d->hi)
+        if (r.outermost || c.sp == d->hi)
             return true;
-        if (r.cfa_reg == DW_RBP && !rbp_known && !(rbp_known = frame_record(d, sp, &rbp)))
+        if (r.cfa_reg == DW_FP && !c.fp_known && !(c.fp_known = frame_record(d, c.sp, &c.fp)))
             return false;
-        cfa = (r.cfa_reg == DW_RSP ? sp : rbp) + (uintptr_t)r.cfa_off;
-        if (cfa <= sp || cfa > d->hi || !r.ra_saved)
+        cfa = (r.cfa_reg == DW_SP ? c.sp : c.fp) + (uintptr_t)r.cfa_off;
+        if (cfa <= c.sp || cfa > d->hi || !r.ra_saved)
             return false;
-        slot = cfa + (uintptr_t)r.ra_off;
-        ret = ret_word(d, slot, &ok);
-        if (r.rbp == RBP_AT)
-            rbp = word(d, cfa + (uintptr_t)r.rbp_off, &ok);
-        else if (r.rbp == RBP_LOST)
-            rbp_known = false;
+        c.slot = cfa + (uintptr_t)r.ra_off;
+        ret = ret_word(d, c.slot, &ok);
+        if (r.fp == FP_AT)
+            c.fp = word(d, cfa + (uintptr_t)r.fp_off, &ok);
+        else if (r.fp == FP_LOST)
+            c.fp_known = false;
         if (!ok)
             return false;
         /*
@@ -770,11 +780,11 @@ static bool unwind_from(struct dead *d, uintptr_t ip, uintptr_t sp, uintptr_t sl
          * stack; anywhere else a lost chain, unless our exit code wrote it
          * (then the recorded chain may go on from there: join).
          */
-        if (!ret && slot < d->clobbered)
+        if (!ret && c.slot < d->clobbered)
             return d->hi - cfa <= TOP_SLACK;
-        below = entry_of(ip - 1);
-        ip = ret;
-        sp = cfa;
+        c.below = entry_of(c.ip - 1);
+        c.ip = ret;
+        c.sp = cfa;
     }
 }
 
@@ -1029,60 +1039,81 @@ static uintptr_t leaf_below(struct dead *d, uintptr_t fn, uintptr_t low, uintptr
     return d->stopped ? 0 : found;
 }
 
-static void chain_from(struct dead *d, uintptr_t w, bool *partial, uint32_t *gap)
+/*
+ * The frames below f[n] are not known to call f[n]: the chain is partial,
+ * its first gap there.
+ */
+static void mark_partial(struct dead *d)
 {
-    uintptr_t at, first, ret, rbp, cfa = 0, callee = 0, fn = 0, frame = 0, leaf = 0, site = 0;
+    if (!d->partial)
+        d->gap = d->n;
+    d->partial = true;
+}
+
+/* All that is known is the depth w. */
+static void depth_only(struct dead *d, uintptr_t w)
+{
+    put(d, 0, w);
+    mark_partial(d);
+}
+
+/*
+ * A callee with a frame pointer saved the caller's one right below the
+ * return address at at (x86-64's push, aarch64's frame record): *fp,
+ * believed when it points at a frame record (saved frame pointer, then a
+ * return address).
+ */
+static bool saved_fp(const struct dead *d, uintptr_t at, uintptr_t *fp)
+{
+    bool ok = true;
+
+    *fp = word(d, at - sizeof(uintptr_t), &ok);
+    return ok && *fp > at && *fp + 2 * sizeof(uintptr_t) <= d->hi && !(*fp & 7) &&
+           is_return_address(d, ret_word(d, *fp + sizeof(uintptr_t), &ok)) && ok;
+}
+
+static void chain_from(struct dead *d, uintptr_t w)
+{
+    uintptr_t at, first;             /* where the deepest function's return address is; the lowest one */
+    uintptr_t cfa = 0, callee = 0;   /* the deepest function's CFA and entry (0: not known) */
+    uintptr_t fn = 0, frame = 0;     /* none reaching w: the lowest return address's callee, and its frame */
+    uintptr_t leaf = 0, site = 0;    /* a leaf that callee called, and the call's return address */
+    struct cursor c;
     bool ok = true;
 
     if (!deepest_return(d, &w, &at, &first, &callee, &cfa)) {
         if (recorded_deepest(d, &w)) {
-            if (d->stopped) {
-                /* What the tripwires saw: nothing on the dead stack said how it went on. */
-                *partial = true;
-                *gap = d->n;
-            }
+            if (d->stopped)
+                mark_partial(d); /* What the tripwires saw: nothing on the dead stack said how it went on. */
             return;
         }
         if (!first || !(cfa = first_cfa(d, first, &fn, &frame))) {
             /* No return address below our own frames (or only JIT code, or no frame known): all we know is the depth. */
-            *partial = true;
-            put(d, 0, w);
-            *gap = d->n;
+            depth_only(d, w);
             return;
         }
         at = first;
-        if (!frame || frame > cfa - d->lo || !(leaf = leaf_below(d, fn, cfa - frame, &w, &site))) {
-            *partial = true;
-            *gap = 1;
-        }
+        if (frame && frame <= cfa - d->lo)
+            leaf = leaf_below(d, fn, cfa - frame, &w, &site);
     }
-    ret = ret_word(d, at, &ok);
+    c = (struct cursor){.ip = ret_word(d, at, &ok), .sp = cfa, .slot = at};
     if (leaf) {
         put(d, leaf, w);
         put(d, site, cfa - frame);
         callee = fn;
     } else {
         put(d, callee, w);
+        if (!callee)
+            mark_partial(d); /* the deepest function is not known: nor whether the frame above called it */
     }
-    /*
-     * A callee with a frame pointer saved the caller's one right below the
-     * return address (x86-64's push, aarch64's frame record): believed
-     * when it points at a frame record (saved frame pointer, then a return
-     * address).
-     */
-    rbp = word(d, at - sizeof(uintptr_t), &ok);
-    ok = ok && rbp > at && rbp + 2 * sizeof(uintptr_t) <= d->hi && !(rbp & 7) &&
-         is_return_address(d, ret_word(d, rbp + sizeof(uintptr_t), &ok)) && ok;
-    if (!unwind_from(d, ret, cfa, at, callee, rbp, ok)) {
-        if (!*partial)
-            *gap = d->n;
-        *partial = true;
+    c.below = callee;
+    c.fp_known = saved_fp(d, at, &c.fp) && ok;
+    if (!unwind_from(d, c)) {
+        mark_partial(d);
         recorded_callers(d);
     } else if (d->stopped) {
         /* Joined the recorded chain, which went on into JIT code: the rest is not known. */
-        if (!*partial)
-            *gap = d->n;
-        *partial = true;
+        mark_partial(d);
     }
 }
 
@@ -1092,23 +1123,20 @@ uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *
     struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
                      .rec_cut = a->rec_cut, .f = f, .cap = cap};
 
-    *partial = false;
-    *gap = 0;
-    *cut = false;
-    if (!a->lowest || cap < 2)
-        return 0;
-    if (scan_open(&d)) {
-        /* The dead frames are no frame's any more: valgrind would report every read. */
-        vms__san_quiet_begin();
-        chain_from(&d, a->lowest, partial, gap);
-        vms__san_quiet_end();
-    } else {
-        put(&d, 0, a->lowest);
-        *partial = true;
-        *gap = d.n;
+    if (a->lowest && cap >= 2) {
+        if (scan_open(&d)) {
+            /* The dead frames are no frame's any more: valgrind would report every read. */
+            vms__san_quiet_begin();
+            chain_from(&d, a->lowest);
+            vms__san_quiet_end();
+        } else {
+            depth_only(&d, a->lowest);
+        }
+        free(d.segs);
+        free(d.exec);
     }
-    free(d.segs);
-    free(d.exec);
+    *partial = d.partial;
+    *gap = d.gap;
     *cut = d.cut;
     return d.n;
 }
