@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The layering rule, checked on the sources and on the compiled objects:
 # every #include of ours and every call into another file goes to the same
-# layer or one below it (README, "How the code is laid out").
+# layer or one below it (README, "How the code is laid out"); and no code
+# but src/arch's names a register.
 # usage: test_layers.sh SRC_DIR OBJ_DIR...   (OBJ_DIR: where CMake put src/<layer>/*.o)
 set -u
 src=$1; shift
@@ -32,6 +33,53 @@ if [ -s "${TMPDIR:-/tmp}/layers.$$" ]; then
 fi
 rm -f "${TMPDIR:-/tmp}/layers.$$"
 
+# Registers: only src/arch names one (README of src/arch), in code: comments
+# may say what x86-64 does, string literals are text.  A register is one of
+# the names below, alone or as part of a name joined by '_' (DW_RBP, rbp_off,
+# REG_RSP), or the interrupted context's register file (uc_mcontext, gregs),
+# or an asm statement with instructions or a register variable: asm outside
+# src/arch is an empty compiler barrier.
+regs='rax|rbx|rcx|rdx|rsi|rdi|rbp|rsp|rip|r8|r9|r1[0-5]|eax|ebx|ecx|edx|esi|edi|ebp|esp|eip|x29|x30'
+regs="$regs|uc_mcontext|gregs|fpregs|mcontext_t"
+# A C file with its comments blanked (lines kept, for their numbers).
+uncomment() {
+    awk '{
+        out = ""
+        for (i = 1; i <= length($0); i++) {
+            c = substr($0, i, 1); c2 = substr($0, i, 2)
+            if (st == "/*") { if (c2 == "*/") { st = ""; i++ } continue }
+            if (st != "") {
+                out = out c
+                if (c == "\\") { out = out substr($0, i + 1, 1); i++ }
+                else if (c == st) st = ""
+                continue
+            }
+            if (c2 == "/*") { st = "/*"; out = out " "; i++; continue }
+            if (c2 == "//") break
+            if (c == "\"" || c == "\047") st = c
+            out = out c
+        }
+        if (st != "/*") st = ""
+        print out
+    }' "$1"
+}
+for f in "$src"/*/*.[ch] "$src"/*/*/*.[ch] "$src"/../include/*.h "$src"/../include/*.hpp; do
+    [ -e "$f" ] || continue
+    case $f in "$src"/arch/*) continue ;; esac
+    name=${f#"$src"/}
+    uncomment "$f" | sed 's/"\([^"\\]\|\\.\)*"/""/g' |
+        grep -niE "(^|[^A-Za-z0-9_])([A-Za-z0-9_]*_)?($regs)(_[A-Za-z0-9_]*)?([^A-Za-z0-9_]|\$)" |
+        sed "s|^|FAIL: register named outside src/arch: $name:|"
+    uncomment "$f" | tr '\n' ' ' |
+        grep -oE '(^|[^A-Za-z0-9_])(__asm__|__asm|asm)[[:space:]]*((volatile|__volatile__|goto|inline)[[:space:]]*)*\([[:space:]]*"([^"\\]|\\.)*"' |
+        grep -vE '\([[:space:]]*""$' | sed "s|^[^_a]*|FAIL: asm with registers outside src/arch: $name: |"
+done > "${TMPDIR:-/tmp}/regs.$$"
+if [ -s "${TMPDIR:-/tmp}/regs.$$" ]; then
+    cat "${TMPDIR:-/tmp}/regs.$$" >&2
+    fails=$((fails + $(wc -l < "${TMPDIR:-/tmp}/regs.$$")))
+fi
+rm -f "${TMPDIR:-/tmp}/regs.$$"
+
 # Calls: each object's undefined symbols of ours are defined in its layer or below.
 defs=$(mktemp) || exit 1
 trap 'rm -f "$defs"' EXIT
@@ -54,4 +102,4 @@ for o in $objs; do
 done
 [ "$checked" -gt 20 ] || fail "only $checked cross-file references checked: objects not found?"
 [ "$fails" = 0 ] || exit 1
-echo "layers: includes and $checked cross-file references go downward"
+echo "layers: includes and $checked cross-file references go downward; registers only in src/arch"
