@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct vms__chan {
+struct chan {
     struct vms_spin lock;
     bool closed, ready;
     size_t isz, cap, head, count;
@@ -21,16 +21,11 @@ struct vms__chan {
     struct vms_wq sendq, recvq;
 };
 
-_Static_assert(sizeof(struct vms__chan) <= sizeof(vms_chan), "vms_chan has room for the channel");
-
-static struct vms__chan *CH(vms_chan *c)
-{
-    return (struct vms__chan *)(void *)c;
-}
+VMS_OPAQUE_OF(chan_of, vms_chan, 80, struct chan)
 
 int vms_chan_init(vms_chan *cp, size_t item_size, size_t capacity)
 {
-    struct vms__chan *c = CH(cp);
+    struct chan *c = chan_of(cp);
 
     memset(cp, 0, sizeof *cp);
     if (!item_size || (capacity && item_size > SIZE_MAX / capacity))
@@ -46,7 +41,7 @@ int vms_chan_init(vms_chan *cp, size_t item_size, size_t capacity)
 
 int vms_chan_destroy(vms_chan *cp)
 {
-    struct vms__chan *c = CH(cp);
+    struct chan *c = chan_of(cp);
 
     vms__spin_lock(&c->lock);
     if (c->sendq.head || c->recvq.head) {
@@ -70,7 +65,7 @@ static int closed(const char *what)
     return vms__fail(EPIPE, "%s: the channel is closed", what);
 }
 
-static char *at(struct vms__chan *c, size_t i)
+static char *at(struct chan *c, size_t i)
 {
     return c->buf + ((c->head + i) % c->cap) * c->isz;
 }
@@ -81,7 +76,7 @@ static char *at(struct vms__chan *c, size_t i)
  * sync state made without the lock held, then looks again (1); otherwise
  * its node goes on q and it waits.  The lock is let go on every path.
  */
-static int wait_on(struct vms__chan *c, struct vms_wq *q, void *item, int64_t timeout_ns, const char *what)
+static int wait_on(struct chan *c, struct vms_wq *q, void *item, int64_t timeout_ns, const char *what)
 {
     struct vms_fiber_desc *f = vms__fiber_current();
     struct vms_fiber_sync *sync = f ? f->sync : NULL;
@@ -103,7 +98,7 @@ static int wait_on(struct vms__chan *c, struct vms_wq *q, void *item, int64_t ti
 
 int vms_chan_send(vms_chan *cp, const void *item, int64_t timeout_ns)
 {
-    struct vms__chan *c = CH(cp);
+    struct chan *c = chan_of(cp);
     struct vms_wq_node *n;
     int rc = 0;
 
@@ -133,7 +128,7 @@ int vms_chan_send(vms_chan *cp, const void *item, int64_t timeout_ns)
 
 int vms_chan_recv(vms_chan *cp, void *item, int64_t timeout_ns)
 {
-    struct vms__chan *c = CH(cp);
+    struct chan *c = chan_of(cp);
     struct vms_wq_node *n;
     int rc = 0;
 
@@ -168,7 +163,7 @@ int vms_chan_recv(vms_chan *cp, void *item, int64_t timeout_ns)
 
 int vms_chan_close(vms_chan *cp)
 {
-    struct vms__chan *c = CH(cp);
+    struct chan *c = chan_of(cp);
     struct vms_wq_node *n;
 
     if (!c->ready)

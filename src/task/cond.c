@@ -8,21 +8,16 @@
 
 #include <errno.h>
 
-struct vms__cond {
+struct cond {
     struct vms_spin lock;
     struct vms_wq q;
 };
 
-_Static_assert(sizeof(struct vms__cond) <= sizeof(vms_cond), "vms_cond has room for the condition");
-
-static struct vms__cond *C(vms_cond *c)
-{
-    return (struct vms__cond *)(void *)c;
-}
+VMS_OPAQUE_OF(cond_of, vms_cond, 24, struct cond)
 
 int vms_cond_wait(vms_cond *cv, vms_mutex *mu, int64_t timeout_ns)
 {
-    struct vms__cond *c = C(cv);
+    struct cond *c = cond_of(cv);
     struct vms_fiber_sync *sync;
     struct vms_fiber_desc *f;
     struct vms_wq_node n;
@@ -48,7 +43,7 @@ int vms_cond_wait(vms_cond *cv, vms_mutex *mu, int64_t timeout_ns)
 
 int vms_cond_signal(vms_cond *cv)
 {
-    struct vms__cond *c = C(cv);
+    struct cond *c = cond_of(cv);
     struct vms_wq_node *n;
 
     vms__spin_lock(&c->lock);
@@ -60,7 +55,7 @@ int vms_cond_signal(vms_cond *cv)
 
 int vms_cond_broadcast(vms_cond *cv)
 {
-    struct vms__cond *c = C(cv);
+    struct cond *c = cond_of(cv);
     struct vms_wq_node *n;
 
     vms__spin_lock(&c->lock);

@@ -13,32 +13,27 @@
 #include <stdio.h>
 #include <unistd.h>
 
-struct vms__mutex {
+struct mutex {
     struct vms_spin lock;
     struct vms_fiber_desc *owner;       /* NULL: free */
     uint64_t dead;                      /* id of a fiber that ended holding it, until the next lock */
     struct vms_wq q;
-    struct vms__mutex *held_next;       /* in the owner's list */
+    struct mutex *held_next;       /* in the owner's list */
 };
 
-_Static_assert(sizeof(struct vms__mutex) <= sizeof(vms_mutex), "vms_mutex has room for the mutex");
-
-static struct vms__mutex *M(vms_mutex *mu)
-{
-    return (struct vms__mutex *)(void *)mu;
-}
+VMS_OPAQUE_OF(mutex_of, vms_mutex, 48, struct mutex)
 
 void vms__mutex_held_add(struct vms_fiber_sync *sync, void *mp)
 {
-    struct vms__mutex *m = mp;
+    struct mutex *m = mp;
 
     m->held_next = sync->held;
     sync->held = m;
 }
 
-static void held_del(struct vms_fiber_sync *sync, struct vms__mutex *m)
+static void held_del(struct vms_fiber_sync *sync, struct mutex *m)
 {
-    struct vms__mutex **p = (struct vms__mutex **)&sync->held;
+    struct mutex **p = (struct mutex **)&sync->held;
 
     while (*p && *p != m)
         p = &(*p)->held_next;
@@ -47,14 +42,14 @@ static void held_del(struct vms_fiber_sync *sync, struct vms__mutex *m)
     m->held_next = NULL;
 }
 
-static int owner_dead(struct vms__mutex *m, uint64_t id)
+static int owner_dead(struct mutex *m, uint64_t id)
 {
     return vms__fail(EOWNERDEAD, "vms_mutex_lock: fiber %llu ended holding the mutex %p; the caller holds it now, "
                                  "and should make what it guards consistent", (unsigned long long)id, (void *)m);
 }
 
 /* m is free (lock held): f takes it. */
-static int take(struct vms__mutex *m, struct vms_fiber_desc *f, struct vms_fiber_sync *sync)
+static int take(struct mutex *m, struct vms_fiber_desc *f, struct vms_fiber_sync *sync)
 {
     uint64_t dead = m->dead;
 
@@ -66,7 +61,7 @@ static int take(struct vms__mutex *m, struct vms_fiber_desc *f, struct vms_fiber
 
 int vms_mutex_lock(vms_mutex *mu)
 {
-    struct vms__mutex *m = M(mu);
+    struct mutex *m = mutex_of(mu);
     struct vms_fiber_sync *sync;
     struct vms_fiber_desc *f;
     struct vms_wq_node n;
@@ -93,7 +88,7 @@ int vms_mutex_lock(vms_mutex *mu)
 
 int vms_mutex_trylock(vms_mutex *mu)
 {
-    struct vms__mutex *m = M(mu);
+    struct mutex *m = mutex_of(mu);
     struct vms_fiber_sync *sync;
     struct vms_fiber_desc *f;
     int rc;
@@ -110,7 +105,7 @@ int vms_mutex_trylock(vms_mutex *mu)
 }
 
 /* Gives m (held by its owner, lock held) to the first waiter, or frees it. */
-static void give_on(struct vms__mutex *m)
+static void give_on(struct mutex *m)
 {
     struct vms_wq_node *n = vms__wq_pop(&m->q);
 
@@ -121,7 +116,7 @@ static void give_on(struct vms__mutex *m)
 
 int vms_mutex_unlock(vms_mutex *mu)
 {
-    struct vms__mutex *m = M(mu);
+    struct mutex *m = mutex_of(mu);
     struct vms_fiber_desc *f = vms__fiber_current();
 
     vms__spin_lock(&m->lock);
@@ -137,7 +132,7 @@ int vms_mutex_unlock(vms_mutex *mu)
 
 void vms__mutex_owner_died(struct vms_fiber_desc *f, void *mp, bool killed)
 {
-    struct vms__mutex *m = mp;
+    struct mutex *m = mp;
     uint64_t id = atomic_load_explicit(&f->id, memory_order_relaxed);
     struct vms_wq_node *n;
 

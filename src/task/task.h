@@ -164,6 +164,26 @@ void vms__wait_forget(struct vms_fiber_desc *f);
 struct vms_spin {
     _Atomic int v;
 };
+
+/*
+ * VMS_OPAQUE_OF(name, pub, bytes, internal) defines name(p): the internal
+ * struct kept in the caller's object p of the public opaque type pub
+ * (vms_mutex and its kin, an array of uint64_t).  pub's size (bytes) and
+ * alignment are the ABI and must not change; internal must fit in them.
+ * The cast names another type for one object, which C's aliasing rule does
+ * not allow in general; it is safe here because no code reads or writes
+ * the object through both types: the caller's code only zeroes it
+ * (VMS_MUTEX_INIT, memset) and passes its address to the library's calls,
+ * which are out of line in a separately compiled library, and the library
+ * touches it only through internal.
+ */
+#define VMS_OPAQUE_OF(name, pub, bytes, internal)                                                                   \
+    _Static_assert(sizeof(pub) == (bytes) && _Alignof(pub) == 8, #pub ": its size and alignment are the ABI");       \
+    _Static_assert(sizeof(internal) <= sizeof(pub) && _Alignof(internal) <= _Alignof(pub), #pub " holds " #internal); \
+    static internal *name(pub *p)                                                                                      \
+    {                                                                                                                  \
+        return (internal *)(void *)p;                                                                                  \
+    }
 void vms__spin_lock(struct vms_spin *l);
 void vms__spin_unlock(struct vms_spin *l);
 
@@ -188,7 +208,7 @@ struct vms_wq {
 
 struct vms_fiber_sync {
     struct vms_wq_node *node;   /* the wait in progress */
-    void *held;                 /* the mutexes it holds (struct vms__mutex list) */
+    void *held;                 /* the mutexes it holds (mutex.c's struct mutex list) */
     void **keys;                /* fiber-local values, by key */
     size_t nkeys;
 };

@@ -8,22 +8,17 @@
 
 #include <errno.h>
 
-struct vms__waitgroup {
+struct waitgroup {
     struct vms_spin lock;
     int64_t count;
     struct vms_wq q;
 };
 
-_Static_assert(sizeof(struct vms__waitgroup) <= sizeof(vms_waitgroup), "vms_waitgroup has room for the group");
-
-static struct vms__waitgroup *W(vms_waitgroup *wg)
-{
-    return (struct vms__waitgroup *)(void *)wg;
-}
+VMS_OPAQUE_OF(waitgroup_of, vms_waitgroup, 32, struct waitgroup)
 
 int vms_waitgroup_add(vms_waitgroup *wgp, int64_t delta)
 {
-    struct vms__waitgroup *wg = W(wgp);
+    struct waitgroup *wg = waitgroup_of(wgp);
     struct vms_wq_node *n;
     int64_t count;
 
@@ -47,7 +42,7 @@ int vms_waitgroup_done(vms_waitgroup *wg)
 
 int vms_waitgroup_wait(vms_waitgroup *wgp, int64_t timeout_ns)
 {
-    struct vms__waitgroup *wg = W(wgp);
+    struct waitgroup *wg = waitgroup_of(wgp);
     struct vms_fiber_sync *sync;
     struct vms_fiber_desc *f;
     struct vms_wq_node n;
