@@ -205,62 +205,88 @@ static void put_location(FILE *f, struct symbolizer *z, uintptr_t ip, bool ret)
     fprintf(f, "%s\n", z->cache[slot].text);
 }
 
-/* Frames from i on that repeat frame i (the same return address, the same size), as recursion makes them. */
-static uint32_t repeats(const struct vms_trace_frame *fr, uint32_t i, uint32_t n, uint32_t gap)
+/*
+ * A chain as the report shows it, from a task's deepest chain or a
+ * warning's: n frames (innermost first) out of a chain of total, on a
+ * stack whose top is hi.
+ */
+struct chain_view {
+    const struct vms_trace_frame *f;
+    uint32_t n, total;
+    uintptr_t hi;
+    bool first_ret;               /* f[0].ip is a return address (not the faulting ip) */
+    uint32_t gap;                 /* frames lost before f[gap]; UINT32_MAX: none */
+    bool cut;                     /* f[n - 1]'s callers are unknown */
+};
+
+static struct chain_view view_of_chain(const struct vms_trace_chain *c)
 {
+    return (struct chain_view){.f = c->f, .n = c->n, .total = c->n, .hi = c->hi, .first_ret = c->ret,
+                               .gap = c->partial ? c->gap : UINT32_MAX, .cut = c->cut};
+}
+
+static struct chain_view view_of_warning(const struct vms_trace_warn *w)
+{
+    return (struct chain_view){.f = w->f, .n = w->n, .total = w->total, .hi = w->hi, .first_ret = w->ret,
+                               .gap = UINT32_MAX, .cut = false};
+}
+
+/* Frames from i on that repeat frame i (the same return address, the same size), as recursion makes them. */
+static uint32_t repeats(const struct chain_view *v, uint32_t i)
+{
+    const struct vms_trace_frame *fr = v->f;
     uint32_t k = i + 1;
 
-    while (k + 1 < n && k != gap && k + 1 != gap && i > 0 && fr[k].ip == fr[i].ip &&
+    while (k + 1 < v->n && k != v->gap && k + 1 != v->gap && i > 0 && fr[k].ip == fr[i].ip &&
            fr[k + 1].sp - fr[k].sp == fr[i + 1].sp - fr[i].sp)
         k++;
     return k - i - 1;
 }
 
 /*
- * The table of n frames (innermost first) out of a chain of total; hi is
- * the stack's top.  A chain cut short, or whose outermost frame's callers
- * are unknown (overwritten, or code without call-frame information:
- * `cut`), gives its last frame no size.
+ * The table of a chain's frames.  A chain cut short, or whose outermost
+ * frame's callers are unknown (overwritten, or code without call-frame
+ * information: `cut`), gives its last frame no size.
  * Recursion is folded as in the overflow report: the first of FOLD_MIN
  * or more identical frames is printed, then one line for the rest, and
  * the numbering goes on as if they had been printed.
  */
 #define FOLD_MIN 3
 
-/* Whether the last of n frames has no known size: the chain cut short, its rest overwritten, its callers unknown. */
-static bool open_end(uint32_t n, uint32_t total, uint32_t gap, bool cut)
+/* Whether the last frame has no known size: the chain cut short, its rest overwritten, its callers unknown. */
+static bool open_end(const struct chain_view *v)
 {
-    return n < total || gap == n || cut;
+    return v->n < v->total || v->gap == v->n || v->cut;
 }
 
-static void put_chain(FILE *f, struct symbolizer *z, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                      uintptr_t hi, bool first_ret, uint32_t gap, bool cut)
+static void put_chain(FILE *f, struct symbolizer *z, const struct chain_view *v)
 {
-    bool unknown = open_end(n, total, gap, cut);
+    const struct vms_trace_frame *fr = v->f;
+    bool unknown = open_end(v);
 
     fprintf(f, "        Depth    Size   Location    (%u entries)\n"
                "        -----    ----   --------\n",
-            total);
-    for (uint32_t i = 0; i < n; i++) {
-        uintptr_t above = i + 1 < n ? fr[i + 1].sp : hi;
+            v->total);
+    for (uint32_t i = 0; i < v->n; i++) {
+        uintptr_t above = i + 1 < v->n ? fr[i + 1].sp : v->hi;
         uint32_t more;
-        if (i == gap)
+        if (i == v->gap)
             fprintf(f, "     ... (frames lost here: overwritten by later calls; the callers as the tripwires saw them)\n");
-        if (i + 1 == n && unknown)
-            fprintf(f, "%3u) %8lu       ?   ", i, (unsigned long)(hi - fr[i].sp));
+        if (i + 1 == v->n && unknown)
+            fprintf(f, "%3u) %8lu       ?   ", i, (unsigned long)(v->hi - fr[i].sp));
         else
-            fprintf(f, "%3u) %8lu   %5lu   ", i, (unsigned long)(hi - fr[i].sp), (unsigned long)(above - fr[i].sp));
-        put_location(f, z, fr[i].ip, i > 0 || first_ret);
-        if ((more = repeats(fr, i, n, gap)) + 1 >= FOLD_MIN) {
+            fprintf(f, "%3u) %8lu   %5lu   ", i, (unsigned long)(v->hi - fr[i].sp), (unsigned long)(above - fr[i].sp));
+        put_location(f, z, fr[i].ip, i > 0 || v->first_ret);
+        if ((more = repeats(v, i)) + 1 >= FOLD_MIN) {
             fprintf(f, "     ... %u more entries of the same %lu-byte frame\n", more, (unsigned long)(above - fr[i].sp));
             i += more;
         }
     }
-    if (n < total)
-        fprintf(f, "     ... %u more entries\n", total - n);
-    else if (gap == n)
+    if (v->n < v->total)
+        fprintf(f, "     ... %u more entries\n", v->total - v->n);
+    else if (v->gap == v->n)
         fprintf(f, "     ... (the rest was overwritten by later calls)\n");
-    else if (cut)
+    else if (v->cut)
         fprintf(f, "     ... (callers unknown: this code has no call-frame information, as JIT-compiled code and a "
                    "runtime's hand-written builtins have none)\n");
 }
@@ -304,6 +330,8 @@ static void put_task(FILE *f, struct symbolizer *z, const struct vms_task *who, 
 
 static void put_result(FILE *f, struct symbolizer *z, const struct vms_trace_chain *c)
 {
+    struct chain_view v = view_of_chain(c);
+
     put_task(f, z, &c->who, c->main);
     if (c->count > 1)
         fprintf(f, " and %lu more threads of it (the deepest shown)", c->count - 1);
@@ -319,7 +347,7 @@ static void put_result(FILE *f, struct symbolizer *z, const struct vms_trace_cha
         fprintf(f, "  (a signal could not be delivered next to the tripwire and was lost)\n");
     if (c->depth_warned)
         fprintf(f, "  WARNING: passed --warn-depth %u%% of its stack\n", vms__trace_options()->warn_depth);
-    put_chain(f, z, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX, c->cut);
+    put_chain(f, z, &v);
 }
 
 static void put_warnings(FILE *f, struct symbolizer *z)
@@ -328,13 +356,14 @@ static void put_warnings(FILE *f, struct symbolizer *z)
     size_t n = vms__trace_warnings(&w);
 
     for (size_t i = 0; i < n; i++) {
+        struct chain_view v = view_of_warning(&w[i]);
         fprintf(f, "\nvmstack trace: WARNING: frame of %zu bytes (--warn-frame %zu) in ", w[i].size,
                 vms__trace_options()->warn_frame);
         put_location(f, z, w[i].f[0].ip, w[i].ret);
         fprintf(f, "  on ");
         put_task(f, z, &w[i].who, w[i].who.start == NULL);
         fprintf(f, ", reached by:\n");
-        put_chain(f, z, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX, false);
+        put_chain(f, z, &v);
     }
     free(w);
 }
@@ -413,23 +442,24 @@ static void json_place(struct vms_json *j, Dwfl *d, uintptr_t ip, bool ret)
 }
 
 /* The entries as the text's rows, unfolded; size null where the text prints '?'. */
-static void json_frames(struct vms_json *j, Dwfl *d, const struct vms_trace_frame *fr, uint32_t n, uint32_t total,
-                        uintptr_t hi, bool first_ret, uint32_t gap, bool cut)
+static void json_frames(struct vms_json *j, Dwfl *d, const struct chain_view *v)
 {
+    const struct vms_trace_frame *fr = v->f;
+
     vms__json_key(j, "entries");
-    vms__json_uint(j, total);
+    vms__json_uint(j, v->total);
     vms__json_key(j, "frames");
     vms__json_arr(j);
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < v->n; i++) {
         vms__json_obj(j);
         vms__json_key(j, "depth");
-        vms__json_uint(j, hi - fr[i].sp);
+        vms__json_uint(j, v->hi - fr[i].sp);
         vms__json_key(j, "size");
-        if (i + 1 == n && open_end(n, total, gap, cut))
+        if (i + 1 == v->n && open_end(v))
             vms__json_null(j);
         else
-            vms__json_uint(j, (i + 1 < n ? fr[i + 1].sp : hi) - fr[i].sp);
-        json_place(j, d, fr[i].ip, i > 0 || first_ret);
+            vms__json_uint(j, (i + 1 < v->n ? fr[i + 1].sp : v->hi) - fr[i].sp);
+        json_place(j, d, fr[i].ip, i > 0 || v->first_ret);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
@@ -457,6 +487,8 @@ static void json_task(struct vms_json *j, Dwfl *d, const struct vms_task *who, b
 
 static void json_chain(struct vms_json *j, Dwfl *d, const struct vms_trace_chain *c)
 {
+    struct chain_view v = view_of_chain(c);
+
     vms__json_obj(j);
     json_task(j, d, &c->who, c->main);
     vms__json_key(j, "count");
@@ -483,7 +515,7 @@ static void json_chain(struct vms_json *j, Dwfl *d, const struct vms_trace_chain
     vms__json_bool(j, c->signal_lost);
     vms__json_key(j, "depth_warned");
     vms__json_bool(j, c->depth_warned);
-    json_frames(j, d, c->f, c->n, c->n, c->hi, c->ret, c->partial ? c->gap : UINT32_MAX, c->cut);
+    json_frames(j, d, &v);
     vms__json_obj_end(j);
 }
 
@@ -514,13 +546,14 @@ void vms__trace_json(struct vms_json *j, const char *why)
     vms__json_key(j, "warnings");
     vms__json_arr(j);
     for (size_t i = 0; i < nw; i++) {
+        struct chain_view v = view_of_warning(&w[i]);
         vms__json_obj(j);
         vms__json_key(j, "frame_size");
         vms__json_uint(j, w[i].size);
         vms__json_key(j, "warn_frame");
         vms__json_uint(j, vms__trace_options()->warn_frame);
         json_task(j, d, &w[i].who, w[i].who.start == NULL);
-        json_frames(j, d, w[i].f, w[i].n, w[i].total, w[i].hi, w[i].ret, UINT32_MAX, false);
+        json_frames(j, d, &v);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
