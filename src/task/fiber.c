@@ -376,25 +376,39 @@ static void set_name(char *dst, const char *src)
     dst[n] = 0;
 }
 
-static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
-                  void *(*fn)(void *), void *arg, const vms_fiber_opts *opts, size_t colour, bool canary)
+/*
+ * A new fiber: its stack [base, base + size), its first frame colour bytes
+ * below the top, a canary at base or not; what it runs, and its options.
+ */
+struct fiber_setup {
+    void *base;
+    size_t size, colour;
+    bool canary;
+    void *(*fn)(void *);
+    void *arg;
+    const vms_fiber_opts *opts;
+};
+
+/* Fills f and its task record from g and puts it on s's ready ring. */
+static void fiber_init(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task *task,
+                       const struct fiber_setup *g)
 {
     uint64_t id = new_id(s);
     vms_fiber_hook start_hook;
 
     f->sp = NULL;
-    f->base = base;
-    f->size = size;
-    f->top = (char *)base + size - colour;
-    f->fn = fn;
-    f->arg = arg;
+    f->base = g->base;
+    f->size = g->size;
+    f->top = (char *)g->base + g->size - g->colour;
+    f->fn = g->fn;
+    f->arg = g->arg;
     f->joiner = NULL;
     f->on_kill = NULL;
     f->on_kill_arg = NULL;
     f->task = task;
     f->ended = f->dying = false;
-    f->detached = opts->detached != 0;
-    f->canary = canary;
+    f->detached = g->opts->detached != 0;
+    f->canary = g->canary;
     f->san_fake = NULL;
     f->sync = NULL;
     f->san_tsan = vms__san_fiber_create();
@@ -402,9 +416,9 @@ static void start(struct vms_sched *s, struct vms_fiber_desc *f, struct vms_task
     f->fpenv = vms__arch_fpenv();
     task->kind = VMS_TASK_FIBER;
     task->id = id;
-    task->start = (void *)fn;
-    set_name(task->name, opts->name);
-    if (canary)
+    task->start = (void *)g->fn;
+    set_name(task->name, g->opts->name);
+    if (g->canary)
         *(uint64_t *)f->base = VMS_STACK_END_MAGIC;
     if ((start_hook = atomic_load_explicit(&vms__fiber_start_hook, memory_order_acquire)))
         start_hook(f);
@@ -495,15 +509,17 @@ int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fibe
     if (s->valgrind && !f->vg_id)
         f->vg_id = vms__san_stack_register(st.base, st.size);
     /* The guard below catches an overflow first: no canary, no second page touched. */
-    start(s, f, &slot->task, st.base, st.size, fn, arg, opts,
-          s->colour ? (st.id % COLOURS) * COLOUR_STEP : 0, vms__g.mode == VMS_GUARD_NONE);
+    fiber_init(s, f, &slot->task,
+               &(struct fiber_setup){.base = st.base, .size = st.size,
+                                     .colour = s->colour ? (st.id % COLOURS) * COLOUR_STEP : 0,
+                                     .canary = vms__g.mode == VMS_GUARD_NONE, .fn = fn, .arg = arg, .opts = opts});
     if (h)
         *h = (vms_fiber){ .id = atomic_load_explicit(&f->id, memory_order_relaxed), .ref = f->ref };
     return 0;
 }
 
 int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
-                     void *(*fn)(void *), void *arg, const vms_fiber_opts *opts)
+                     void *(*fn)(void *), void *arg)
 {
     struct vms_sched *s = sched_get();
 
@@ -513,8 +529,10 @@ int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base
     f->ref = VMS_FIBER_NOREF;
     f->vg_id = s->valgrind ? vms__san_stack_register(base, size) : 0;
     /* The canary where no guard is below: a foreign stack, or guards off. */
-    start(s, f, task, base, size, fn, arg, opts ? opts : &no_opts, 0,
-          vms__g.mode == VMS_GUARD_NONE || !vms_on_stack(base, NULL));
+    fiber_init(s, f, task,
+               &(struct fiber_setup){.base = base, .size = size,
+                                     .canary = vms__g.mode == VMS_GUARD_NONE || !vms_on_stack(base, NULL),
+                                     .fn = fn, .arg = arg, .opts = &no_opts});
     return 0;
 }
 

@@ -116,14 +116,15 @@ bool vms__fiber_probing(void);
 /*
  * fiber.c: fibers on stacks vmstack did not allocate, or on a bare vmstack
  * stack without colour, for the benchmarks' baselines (same scheduler and
- * switch, other stack; a canary unless a guard lies below).  f and task are the
- * caller's and must stay put until vms__fiber_wait returned; the handle of
- * such a fiber has ref VMS_FIBER_NOREF and is not accepted by the public
- * calls.  vms__fiber_wait is vms_fiber_join without freeing the stack.
+ * switch, other stack; a canary unless a guard lies below; the default
+ * options: joinable, named "fiber").  f and task are the caller's and must
+ * stay put until vms__fiber_wait returned; the handle of such a fiber has
+ * ref VMS_FIBER_NOREF and is not accepted by the public calls.
+ * vms__fiber_wait is vms_fiber_join without freeing the stack.
  */
 #define VMS_FIBER_NOREF UINT32_MAX
 int vms__fiber_start(struct vms_fiber_desc *f, struct vms_task *task, void *base, size_t size,
-                     void *(*fn)(void *), void *arg, const vms_fiber_opts *opts);
+                     void *(*fn)(void *), void *arg);
 int vms__fiber_wait(struct vms_fiber_desc *f, vms_fiber_status *st);
 
 /*

@@ -55,8 +55,7 @@ static int run_plain(long n, long turns, vms_stack *st)
         if (vms_stack_alloc(&st[i], STACK))
             return -1;
         slot = vms__slot_of_id(st[i].id);
-        vms__fiber_start(vms__slot_fiber(slot), &slot->task, st[i].base, st[i].size, turn,
-                         (void *)(intptr_t)turns, NULL);
+        vms__fiber_start(vms__slot_fiber(slot), &slot->task, st[i].base, st[i].size, turn, (void *)(intptr_t)turns);
     }
     if (vms_run())
         return -1;

@@ -33,7 +33,7 @@ static void run_on(char *base, long i)
     struct vms_fiber_desc f;
     struct vms_task task;
 
-    if (vms__fiber_start(&f, &task, base, STACK, body, (void *)(intptr_t)i, NULL) ||
+    if (vms__fiber_start(&f, &task, base, STACK, body, (void *)(intptr_t)i) ||
         vms__fiber_wait(&f, NULL))
         bench_fail("starting a fiber on a stack of its own");
 }

@@ -96,8 +96,7 @@ static int run_vmstack(long n)
 static int run_packed(struct packed *p, long n)
 {
     for (long i = 0; i < n; i++)
-        vms__fiber_start(&p->desc[i], &p->task[i], p->base + (size_t)i * STACK, STACK, turn, (void *)(intptr_t)i,
-                         NULL);
+        vms__fiber_start(&p->desc[i], &p->task[i], p->base + (size_t)i * STACK, STACK, turn, (void *)(intptr_t)i);
     if (vms_run())
         return -1;
     for (long i = 0; i < n; i++)
