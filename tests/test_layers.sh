@@ -11,6 +11,14 @@ layers="arch core task fault trace preload"   # bottom to top
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 rank() { n=0; for l in $layers; do [ "$l" = "$1" ] && { echo $n; return; }; n=$((n + 1)); done; echo 99; }
+# Counts and shows the FAIL lines a loop wrote to file $1 (a loop in a pipe cannot count in this shell).
+fails_in() {
+    if [ -s "$1" ]; then
+        cat "$1" >&2
+        fails=$((fails + $(wc -l < "$1")))
+    fi
+    rm -f "$1"
+}
 
 # Includes: "layer/file.h" only of the same layer or below; no bare "file.h" across folders.
 for dir in $layers; do
@@ -27,11 +35,7 @@ for dir in $layers; do
         done
     done
 done > "${TMPDIR:-/tmp}/layers.$$"
-if [ -s "${TMPDIR:-/tmp}/layers.$$" ]; then
-    cat "${TMPDIR:-/tmp}/layers.$$" >&2
-    fails=$((fails + $(wc -l < "${TMPDIR:-/tmp}/layers.$$")))
-fi
-rm -f "${TMPDIR:-/tmp}/layers.$$"
+fails_in "${TMPDIR:-/tmp}/layers.$$"
 
 # Registers: only src/arch names one (README of src/arch), in code: comments
 # may say what x86-64 does, string literals are text.  A register is one of
@@ -74,11 +78,7 @@ for f in "$src"/*/*.[ch] "$src"/*/*/*.[ch] "$src"/../include/*.h "$src"/../inclu
         grep -oE '(^|[^A-Za-z0-9_])(__asm__|__asm|asm)[[:space:]]*((volatile|__volatile__|goto|inline)[[:space:]]*)*\([[:space:]]*"([^"\\]|\\.)*"' |
         grep -vE '\([[:space:]]*""$' | sed "s|^[^_a]*|FAIL: asm with registers outside src/arch: $name: |"
 done > "${TMPDIR:-/tmp}/regs.$$"
-if [ -s "${TMPDIR:-/tmp}/regs.$$" ]; then
-    cat "${TMPDIR:-/tmp}/regs.$$" >&2
-    fails=$((fails + $(wc -l < "${TMPDIR:-/tmp}/regs.$$")))
-fi
-rm -f "${TMPDIR:-/tmp}/regs.$$"
+fails_in "${TMPDIR:-/tmp}/regs.$$"
 
 # Calls: each object's undefined symbols of ours are defined in its layer or below.
 defs=$(mktemp) || exit 1
