@@ -1072,12 +1072,13 @@ static bool saved_fp(const struct dead *d, uintptr_t at, uintptr_t *fp)
            is_return_address(d, ret_word(d, *fp + sizeof(uintptr_t), &ok)) && ok;
 }
 
+/* The chain of the deepest moment, whose lowest written word is w, into d. */
 static void chain_from(struct dead *d, uintptr_t w)
 {
     uintptr_t at, first;             /* where the deepest function's return address is; the lowest one */
     uintptr_t cfa = 0, callee = 0;   /* the deepest function's CFA and entry (0: not known) */
     uintptr_t fn = 0, frame = 0;     /* none reaching w: the lowest return address's callee, and its frame */
-    uintptr_t leaf = 0, site = 0;    /* a leaf that callee called, and the call's return address */
+    uintptr_t leaf = 0, site = 0;    /* a leaf that fn called, and that call's return address */
     struct cursor c;
     bool ok = true;
 
