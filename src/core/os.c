@@ -58,6 +58,16 @@ int vms__os_commit(void *addr, size_t bytes)
         vms__os_decommit(addr, bytes);
         return -e;
     }
+    /*
+     * Stacks never get huge pages: with transparent huge pages "always"
+     * (Fedora's and RHEL's default), the first touch at the top of an
+     * 8 MiB thread stack would take a whole 2 MiB page, 100 times what the
+     * thread uses, and a guard could no longer sit on its own 4 KiB.  Said
+     * here, on the new mapping: MAP_FIXED replaced the reservation's VMA,
+     * and with it any advice given to that.  Fails only on kernels without
+     * huge pages, where it has nothing to prevent.
+     */
+    madvise(addr, bytes, MADV_NOHUGEPAGE);
     return 0;
 }
 
