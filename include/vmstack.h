@@ -113,7 +113,10 @@ VMS_API void vms_config_defaults(vms_config *cfg);
 
 /*
  * Applies the VMSTACK_* environment variables to *cfg.  Returns 0, or -EINVAL
- * with vms_last_error() naming the variable and the accepted values.
+ * with vms_last_error() naming the variable and the accepted values.  A
+ * process in secure-execution mode (AT_SECURE: set-user-ID, set-group-ID,
+ * file capabilities) reads none of them: its caller set them, and could
+ * turn its guards off.  *cfg is then left as it was, and 0 returned.
  */
 VMS_API int vms_config_from_env(vms_config *cfg);
 

@@ -130,6 +130,26 @@ env)
             fail "setuid interpreter: exit $rc: $(cat "$tmp/err")"
     fi
     ;;
+setuid_env)
+    # A set-user-ID program linked with libvmstack.so reads no VMSTACK_* (its caller could
+    # turn its guards off) and says nothing of them, run by another user.  Nor does the
+    # preload library, linked to such a program: it stays out, as the loader keeps it out.
+    [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null || skip "needs root and setpriv"
+    env="VMSTACK_GUARD=none VMSTACK_STACK_SIZE=128K VMSTACK_CACHE=x VMSTACK_RUN_REPORT_SIGNAL=11"
+    chmod 755 "$tmp"
+    for p in run_secure run_secure_preload; do
+        env VMSTACK_GUARD=none VMSTACK_STACK_SIZE=128K "$bin/$p" > "$tmp/out" 2>&1
+        grep -qx 'guard none' "$tmp/out" && grep -q '^config stack 131072 ' "$tmp/out" ||
+            fail "$p, not set-user-ID: the environment was not read: $(cat "$tmp/out")"
+        cp "$bin/$p" "$tmp/suid"; chown nobody "$tmp/suid"; chmod 4755 "$tmp/suid"
+        setpriv --reuid=daemon --regid=daemon --clear-groups env $env "$tmp/suid" > "$tmp/out" 2> "$tmp/err" ||
+            fail "$p: exit $?: $(cat "$tmp/out" "$tmp/err")"
+        [ ! -s "$tmp/err" ] || fail "$p said something: $(cat "$tmp/err")"
+        grep -qx 'secure 1' "$tmp/out" || fail "$p: not in secure-execution mode: $(cat "$tmp/out")"
+        grep -qx 'alloc 0' "$tmp/out" && grep -qx 'config stack 65536 guard 65536' "$tmp/out" &&
+            ! grep -qx 'guard none' "$tmp/out" || fail "$p: the environment was read: $(cat "$tmp/out")"
+    done
+    ;;
 reportsignal)
     # --report-signal is the program's: its children keep the default action (death: 128 + 10).
     "$vmstack" run --report-signal USR1 -- sh -c 'sleep 5 & c=$!; sleep 0.3; kill -USR1 $c; wait $c; echo $?' \

@@ -68,7 +68,7 @@ int vms__parse_size(const char *s, size_t *out)
 
 static int env_size(const char *name, size_t *out)
 {
-    const char *v = getenv(name);
+    const char *v = secure_getenv(name);
 
     if (!v || !*v)
         return 0;
@@ -80,7 +80,7 @@ static int env_size(const char *name, size_t *out)
 
 static int env_uint(const char *name, unsigned max, unsigned *out)
 {
-    const char *v = getenv(name);
+    const char *v = secure_getenv(name);
     char *end;
     unsigned long n;
 
@@ -96,7 +96,7 @@ static int env_uint(const char *name, unsigned max, unsigned *out)
 
 int vms_config_from_env(vms_config *cfg)
 {
-    const char *g = getenv("VMSTACK_GUARD");
+    const char *g = secure_getenv("VMSTACK_GUARD");
     unsigned scrub = (unsigned)cfg->scrub;
     int rc;
 
@@ -179,7 +179,7 @@ static void fit_reserve(vms_config *cfg)
     size_t share;
 
     vms_config_defaults(&d);
-    if (cfg->reserve != d.reserve || getenv("VMSTACK_RESERVE"))
+    if (cfg->reserve != d.reserve || secure_getenv("VMSTACK_RESERVE"))
         return;
     if (under_valgrind())
         cfg->reserve = VALGRIND_RESERVE;

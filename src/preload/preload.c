@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -104,7 +105,7 @@ const char *vms__run_command(void)
     const char *v;
 
     if (!command)
-        command = (v = getenv("VMSTACK_RUN_TRACE")) && !strcmp(v, "1") ? "trace" : "run";
+        command = (v = secure_getenv("VMSTACK_RUN_TRACE")) && !strcmp(v, "1") ? "trace" : "run";
     return command;
 }
 
@@ -131,7 +132,7 @@ static bool whole_number(const char *v, long min, long max, long *out)
 
 static bool read_size_option(const char *name, size_t *out)
 {
-    const char *v = getenv(name);
+    const char *v = secure_getenv(name);
     bool guard = !strcmp(name, "VMSTACK_RUN_GUARD_SIZE");
     size_t min = guard ? vms__g.page : VMS_MIN_STACK, max = guard ? VMS_MAX_GUARD : VMS_MAX_STACK;
 
@@ -145,7 +146,7 @@ static bool read_size_option(const char *name, size_t *out)
 
 static bool read_path_option(const char *name, const char **out)
 {
-    const char *v = getenv(name);
+    const char *v = secure_getenv(name);
 
     *out = v;
     return !v || v[0] == '/' || bad_option(name, v, "an absolute path");
@@ -161,19 +162,19 @@ static bool read_options(void)
     if (!read_size_option("VMSTACK_RUN_STACK_SIZE", &vms__run_opts.stack_size) ||
         !read_size_option("VMSTACK_RUN_GUARD_SIZE", &vms__run_opts.guard_size))
         return false;
-    if ((v = getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
+    if ((v = secure_getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
         return bad_option("VMSTACK_RUN_JSON", v, "0 or 1");
     vms__run_opts.json = v && !strcmp(v, "1");
     if (!read_path_option("VMSTACK_RUN_OUTPUT", &vms__run_opts.output) ||
         !read_path_option("VMSTACK_RUN_PLOT", &vms__run_opts.plot) ||
         !read_path_option("VMSTACK_RUN_FOLDED", &vms__run_opts.folded))
         return false;
-    if ((v = getenv("VMSTACK_RUN_REPORT_SIGNAL")) &&
+    if ((v = secure_getenv("VMSTACK_RUN_REPORT_SIGNAL")) &&
         (!whole_number(v, 0, NSIG - 1, &n) || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS))
         return bad_option("VMSTACK_RUN_REPORT_SIGNAL", v,
                           "a signal number that can be caught and is not SIGSEGV or SIGBUS, or 0 for none");
     vms__run_opts.report_signal = v ? (int)n : 0;
-    if ((v = getenv("VMSTACK_RUN_PID")) && !whole_number(v, 1, INT32_MAX, &n))
+    if ((v = secure_getenv("VMSTACK_RUN_PID")) && !whole_number(v, 1, INT32_MAX, &n))
         return bad_option("VMSTACK_RUN_PID", v, "a process id");
     vms__run_opts.pid = v ? (pid_t)n : 0;
     return true;
@@ -565,7 +566,8 @@ static void preload_start(void)
     resolve();
     vms__out_init();
     vms__run_fork_init();
-    if (!read_options())
+    /* Secure-execution mode, where the loader takes no LD_PRELOAD: its caller's environment is not ours to obey. */
+    if (getauxval(AT_SECURE) || !read_options())
         return;
     if (is_the_program())
         vms__out_attach(); /* what the keeper needs, however the program ends */

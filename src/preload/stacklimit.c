@@ -53,7 +53,7 @@ static void default_thread_stack(rlim_t limit)
 
 void vms__run_stack_limit_restore(void)
 {
-    const char *v = getenv("VMSTACK_RUN_STACK_LIMIT");
+    const char *v = secure_getenv("VMSTACK_RUN_STACK_LIMIT");
     unsigned long long orig;
     struct rlimit rl;
     char *end;

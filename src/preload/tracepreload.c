@@ -65,9 +65,9 @@ void vms__trace_preload_init(void)
     if (strcmp(vms__run_command(), "trace"))
         return;
     resolve_sigmask();
-    if ((v = getenv("VMSTACK_TRACE_WARN_FRAME")))
+    if ((v = secure_getenv("VMSTACK_TRACE_WARN_FRAME")))
         o.warn_frame = strtoul(v, NULL, 10);
-    if ((v = getenv("VMSTACK_TRACE_WARN_DEPTH")))
+    if ((v = secure_getenv("VMSTACK_TRACE_WARN_DEPTH")))
         o.warn_depth = (unsigned)strtoul(v, NULL, 10);
     if ((v = getenv("VMSTACK_TRACE_MAX_TASKS")))
         o.max_tasks = (unsigned)strtoul(v, NULL, 10);

@@ -92,7 +92,7 @@ static bool own_lines(Dwfl_Module *m)
 
 static bool want_lines(Dwfl_Module *m)
 {
-    const char *all = getenv("VMSTACK_TRACE_ALL_LINES");
+    const char *all = secure_getenv("VMSTACK_TRACE_ALL_LINES");
 
     return (all && !strcmp(all, "1")) || own_lines(m);
 }
