@@ -3,7 +3,7 @@
 # Installs what vmstack needs from Debian's packages (only what is missing).
 set -euo pipefail
 
-PACKAGES=(gcc g++ libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
+PACKAGES=(gcc g++ clang libc6-dev make cmake pkg-config libdw-dev libelf-dev libunwind-dev valgrind gnuplot-nox
           python3 xz-utils binutils libboost-context-dev libboost-fiber-dev apache2-utils libc6-dbg gdb libbz2-dev strace m4
           debhelper dpkg-dev fakeroot lintian)
 

@@ -3,7 +3,7 @@
 # The whole test suite: the default build in both guard modes, then
 # AddressSanitizer+UBSan in both guard modes (the second pass leaves out
 # the tests that set their guard mode themselves: label "guardmode"), then ThreadSanitizer on the
-# concurrent tests, then the compatibility suite (tests/compat/: real
+# concurrent tests, then the libFuzzer targets for 20 s each (clang), then the compatibility suite (tests/compat/: real
 # runtimes and tools plain and under vmstack) once, on the default build,
 # with its wall-time ratios.  Warnings are errors.
 # Exits non-zero on any failure.
@@ -36,6 +36,13 @@ VMSTACK_GUARD=mprotect suite build-asan "AddressSanitizer+UBSan, VMSTACK_GUARD=m
 
 build build-tsan -DVMS_SANITIZE=thread
 suite build-tsan "ThreadSanitizer, concurrent tests" -L threads
+
+# The libFuzzer targets (clang, -DVMS_FUZZ=ON), each a test that fuzzes for
+# 20 s (VMS_FUZZ_SECONDS) from a fresh corpus.  Only they and their seed
+# binaries are built there: the rest of the tree is written for gcc.
+CC=clang cmake -S . -B build-fuzz -DVMS_WERROR=ON -DVMS_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_frames_libfuzzer run_recurse run_overflow >/dev/null
+suite build-fuzz "libFuzzer targets, 20 s each" -L libfuzzer
 
 # Last, so that its table of ratios ends the output.
 rm -rf build-test/compat-times
