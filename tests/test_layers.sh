@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 # The layering rule, checked on the sources and on the compiled objects:
 # every #include of ours and every call into another file goes to the same
-# layer or one below it (README, "How the code is laid out"); and no code
-# but src/arch's names a register.
-# usage: test_layers.sh SRC_DIR OBJ_DIR...   (OBJ_DIR: where CMake put src/<layer>/*.o)
+# layer or one below it (README, "How the code is laid out"); no code but
+# src/arch's names a register; and the shared library exports only the
+# API: vms_* and the C++ names (vmstack::), nothing that would replace
+# another library's function in every program linked with it.
+# usage: test_layers.sh SRC_DIR SHARED_LIB OBJ_DIR...   (OBJ_DIR: where CMake put src/<layer>/*.o)
 set -u
-src=$1; shift
+src=$1 lib=$2; shift 2
 layers="arch core task fault trace preload"   # bottom to top
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
@@ -101,5 +103,11 @@ for o in $objs; do
     done
 done
 [ "$checked" -gt 20 ] || fail "only $checked cross-file references checked: objects not found?"
+
+exports=$(nm -D --defined-only "$lib" | awk '{print $3}')
+[ -n "$exports" ] || fail "$lib exports nothing"
+for s in $(echo "$exports" | grep -Ev '^(vms_|_ZN7vmstack)'); do
+    fail "$(basename "$lib") exports $s, which is not the API"
+done
 [ "$fails" = 0 ] || exit 1
-echo "layers: includes and $checked cross-file references go downward; registers only in src/arch"
+echo "layers: includes and $checked cross-file references go downward; registers only in src/arch; $(basename "$lib") exports $(echo "$exports" | wc -l) symbols, all the API"

@@ -18,9 +18,8 @@
  * frame of a recursion, which a short round-robin list evicted each time
  * (a traced V8 made three million system calls).  That is one system
  * call per new page, as libunwind's check costs (it makes two or three).
- * The pipe libunwind would open at its initialisation is refused (pipe2
- * is interposed and fails while vmstack initialises libunwind), so no
- * descriptor of ours is ever open.
+ * The pipe libunwind would open at its initialisation is refused
+ * (unwindpipe.c), so no descriptor of ours is ever open.
  *
  * Under valgrind every word is copied by process_vm_readv: memcheck does
  * not look into what the kernel copies, so the stack bytes libunwind
@@ -45,7 +44,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static __thread __attribute__((tls_model("initial-exec"))) bool preparing;
 static unw_addr_space_t space;    /* ours; NULL until prepared */
 static bool on_valgrind;
 static _Atomic int inside;        /* threads between begin and end */
@@ -151,6 +149,12 @@ static unw_word_t ptrauth_insn_mask(unw_addr_space_t as, void *arg)
 
 /* ---- the address space ---- */
 
+/* libunwind initialises itself on its first call, this one. */
+static void get_local_accessors(void *acc)
+{
+    *(unw_accessors_t *)acc = *unw_get_accessors(unw_local_addr_space);
+}
+
 /*
  * Creates the address space (with a first unwinding, so that libunwind's
  * lazy set-up is done before any signal handler needs it).  Caching off:
@@ -166,9 +170,7 @@ void vms__unwind_prepare(void)
     pthread_mutex_lock(&lock);
     if (!__atomic_load_n(&space, __ATOMIC_ACQUIRE)) {
         on_valgrind = vms__san_on_valgrind();
-        preparing = true; /* libunwind's initialisation opens its pipe: refused */
-        acc = *unw_get_accessors(unw_local_addr_space);
-        preparing = false;
+        vms__unwind_init_pipeless(get_local_accessors, &acc);
         acc.access_mem = access_mem;
         acc.access_reg = access_reg;
         acc.access_fpreg = access_fpreg;
@@ -198,16 +200,6 @@ int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc)
     for (unsigned i = 0; i < PAGES_KNOWN; i++)
         u->pages[i] = 0;
     return unw_init_remote(&u->c, as, u);
-}
-
-/* libunwind's pipe, while it initialises for us: EMFILE, so that it holds none. */
-__attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
-{
-    if (preparing) {
-        errno = EMFILE;
-        return -1;
-    }
-    return (int)syscall(SYS_pipe2, fds, flags);
 }
 
 /* ---- the bracket ---- */
