@@ -69,7 +69,7 @@ void vms__trace_preload_init(void)
         o.warn_frame = strtoul(v, NULL, 10);
     if ((v = secure_getenv("VMSTACK_TRACE_WARN_DEPTH")))
         o.warn_depth = (unsigned)strtoul(v, NULL, 10);
-    if ((v = getenv("VMSTACK_TRACE_MAX_TASKS")))
+    if ((v = secure_getenv("VMSTACK_TRACE_MAX_TASKS")))
         o.max_tasks = (unsigned)strtoul(v, NULL, 10);
     if (vms__trace_configure(&o)) {
         vms__out_printf("vmstack trace: not tracing: %s\n", vms_last_error());
