@@ -948,7 +948,16 @@ VMS_API int vms_thread_attach(void);
  */
 VMS_API int vms_thread_unattach(void);
 
-/* Reports go to fd (default 2).  Returns 0, or -EBADF for a negative fd. */
+/*
+ * Reports go to fd (default 2).  Returns 0, or -EBADF for a negative fd.
+ * What fd leads to is recorded now (for fd 2 by default: when the overflow
+ * handler is installed); a report is written to it only while it still
+ * leads there, or now to something that is no regular file (a pipe, a
+ * terminal): never into a data file the program has since opened at that
+ * number.  A report waits at most 2 seconds in all for room on fd (a
+ * pipe nobody reads); the rest of it is dropped and the policy goes on.
+ * fd's flags are left as they are.
+ */
 VMS_API int vms_set_report_fd(int fd);
 
 /*

@@ -690,6 +690,7 @@ static int install(void)
     if (!atomic_load_explicit(&installed, memory_order_relaxed)) {
         /* Without symbols the report is still right, only less readable. */
         vms__symbols_snapshot();
+        vms__report_fd_init();
         warm_unwinder();
         if ((rc = pthread_key_create(&alt_key, altstack_release)))
             rc = vms__fail(rc, "no pthread key left for the alternate signal stacks");

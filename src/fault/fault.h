@@ -12,6 +12,8 @@
 
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include <libunwind.h>
@@ -100,6 +102,34 @@ void vms__report_emit(const char *text, size_t len);
  * pieces (lines), async-signal-safe.  Replaces the fd or callback.
  */
 void vms__set_report_writer(int (*w)(const char *text, size_t len));
+
+/* ---- reportfd.c: the descriptor a report goes to, async-signal-safe ---- */
+
+/* What a descriptor led to when it became the report's (fstat). */
+struct vms_fd_id {
+    bool open;
+    dev_t dev;
+    ino_t ino;
+    mode_t type; /* st_mode & S_IFMT */
+};
+void vms__fd_id_take(int fd, struct vms_fd_id *id);
+/*
+ * Where fd leads now, against was: the same file; another that is no
+ * regular file (a pipe, a terminal: stderr redirected, fit for reports);
+ * another regular file (a data file of the program's: not to be written);
+ * or nothing.  *type: the file type now (not set when closed).
+ */
+enum vms_fd_state { VMS_FD_SAME, VMS_FD_OTHER, VMS_FD_OTHER_FILE, VMS_FD_CLOSED };
+enum vms_fd_state vms__fd_id_check(int fd, const struct vms_fd_id *was, mode_t *type);
+/*
+ * Writes p[0, len) to fd (whose file type is type) without ever blocking
+ * past deadline (CLOCK_MONOTONIC) and without changing its flags.  0, or
+ * -ETIMEDOUT when the reader took too little in time (what did not go
+ * out is dropped), or another -errno.
+ */
+int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, const struct timespec *deadline);
+/* The fault handler's installation: fd 2, as it is now, is where reports go unless told otherwise. */
+void vms__report_fd_init(void);
 
 /* ---- killsafe.c ---- */
 

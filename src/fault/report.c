@@ -616,6 +616,7 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
 
 struct sink {
     int fd;
+    struct vms_fd_id id;                                   /* what fd led to when it was set */
     void (*fn)(const char *text, size_t len, void *arg);  /* whole reports */
     void *arg;
     int (*writer)(const char *text, size_t len);          /* pieces */
@@ -626,14 +627,31 @@ static struct sink sinks[2];   /* the one in use and the next, swapped on change
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic pid_t writer;   /* tid of the thread writing a report, or 0 */
 
+/*
+ * The whole of a report waits at most this long for its descriptor to take
+ * it (reportfd.c); what has not gone out then is dropped, and the policy
+ * goes on.
+ */
+#define REPORT_PATIENCE_S 2
+static TLS_IE struct timespec deadline; /* of the report this thread is writing */
+static TLS_IE bool dropping;            /* its descriptor took nothing in time: the rest is dropped */
+
+/* unset_only: only when none was set yet. */
 static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg,
-                     int (*w)(const char *, size_t))
+                     int (*w)(const char *, size_t), bool unset_only)
 {
+    const struct sink *was;
     struct sink *next;
 
     pthread_mutex_lock(&sink_lock);
-    next = atomic_load_explicit(&sink, memory_order_relaxed) == &sinks[0] ? &sinks[1] : &sinks[0];
+    was = atomic_load_explicit(&sink, memory_order_relaxed);
+    if (unset_only && was) {
+        pthread_mutex_unlock(&sink_lock);
+        return;
+    }
+    next = was == &sinks[0] ? &sinks[1] : &sinks[0];
     next->fd = fd;
+    vms__fd_id_take(fd, &next->id);
     next->fn = fn;
     next->arg = arg;
     next->writer = w;
@@ -645,18 +663,46 @@ int vms_set_report_fd(int fd)
 {
     if (fd < 0)
         return vms__fail(EBADF, "report fd %d: not a file descriptor", fd);
-    set_sink(fd, NULL, NULL, NULL);
+    set_sink(fd, NULL, NULL, NULL, false);
     return 0;
 }
 
 void vms_set_report_callback(void (*fn)(const char *text, size_t len, void *arg), void *arg)
 {
-    set_sink(2, fn, arg, NULL);
+    set_sink(2, fn, arg, NULL, false);
 }
 
 void vms__set_report_writer(int (*w)(const char *text, size_t len))
 {
-    set_sink(2, NULL, NULL, w);
+    set_sink(2, NULL, NULL, w, false);
+}
+
+void vms__report_fd_init(void)
+{
+    set_sink(2, NULL, NULL, NULL, true);
+}
+
+/*
+ * To the sink's descriptor while it leads where it did (else nowhere: a
+ * data file of the program's is no place for a report), within the
+ * report's deadline.  Before any sink was set, fd 2 as it is.
+ */
+static void fd_write(const struct sink *s, const char *p, size_t len)
+{
+    struct vms_fd_id now;
+    mode_t type = 0;
+    int fd = s ? s->fd : 2;
+
+    if (dropping)
+        return;
+    if (!s) {
+        vms__fd_id_take(fd, &now);
+        type = now.type;
+    } else if (vms__fd_id_check(fd, &s->id, &type) >= VMS_FD_OTHER_FILE) {
+        return;
+    }
+    if (vms__fd_write_bounded(fd, type, p, len, &deadline) == -ETIMEDOUT)
+        dropping = true;
 }
 
 /* Pieces of a report to the fd or the writer (a callback gets the whole text at the end). */
@@ -667,7 +713,7 @@ static void sink_write(const char *p, size_t len)
     if (s && s->writer)
         s->writer(p, len);
     else if (!s || !s->fn)
-        vms__os_write_all(s ? s->fd : 2, p, len);
+        fd_write(s, p, len);
 }
 
 /*
@@ -692,6 +738,9 @@ void vms__report_begin(struct vms_sbuf *b)
     }
     streaming = !s || !s->fn ? b : NULL;
     sent = 0;
+    dropping = false;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += REPORT_PATIENCE_S;
 }
 
 void vms__report_end(struct vms_sbuf *b)

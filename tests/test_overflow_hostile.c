@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Overflows in settings a program makes hostile for its report or its
+ * kill, which must neither hang, nor land in the program's data, nor stop
+ * the policy:
+ *   full_pipe     stderr is a full pipe nobody reads: the report waits a
+ *                 bounded time, is dropped, and the fiber is killed
+ *   full_pipe_thread  the same for a thread: the process dies by SIGSEGV
+ *   fd2_file      fd 2 reopened to a data file of the program's: no report
+ *                 in it (one to the log file fd 2 was at start, while it
+ *                 still is), the fibers killed
+ */
+#include "overflow.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HANG_SECONDS 30 /* a child still running then has hung: SIGALRM ends it */
+#define TASK(name) \
+    "^vmstack: fiber '" name "' \\(id " DEC "\\) on thread '[^']*' \\(tid " DEC "\\), start routine deep\\+0x0/" HEX " \\[test_overflow_hostile\\]$"
+
+static void *deep(void *arg)
+{
+    volatile long r = recurse((long)arg);
+
+    return (void *)r;
+}
+
+static vms_fiber spawn(const char *name)
+{
+    vms_fiber_opts o = {.name = name};
+    vms_fiber f;
+
+    CHECK_EQ(vms_fiber_spawn(&f, deep, (void *)(1L << 40), &o), 0);
+    return f;
+}
+
+/* Spawns a fiber that overflows, runs it; its end. */
+static int overflow_fiber(const char *name)
+{
+    vms_fiber f = spawn(name);
+    vms_fiber_status st;
+
+    if (vms_run() || vms_fiber_join(f, &st))
+        return -1;
+    return st.end;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* ---- full_pipe ---- */
+
+/*
+ * A handler that hangs has every signal blocked, SIGALRM too: a process
+ * of its own kills this one with SIGKILL after HANG_SECONDS, and ends with
+ * it (PR_SET_PDEATHSIG).
+ */
+static void watchdog(void)
+{
+    pid_t me = getpid(), pid = fork();
+
+    CHECK(pid >= 0);
+    if (pid > 0)
+        return;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == me) {
+        sleep(HANG_SECONDS);
+        kill(me, SIGKILL);
+    }
+    _exit(0);
+}
+
+/* Makes fd 2 a pipe that is full and never read; returns the test's own stderr, kept. */
+static int full_stderr(void)
+{
+    static char filler[4096];
+    int p[2], kept = dup(2);
+
+    CHECK(kept >= 0 && pipe(p) == 0);
+    CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
+    memset(filler, 'x', sizeof filler);
+    while (write(p[1], filler, sizeof filler) > 0)
+        ;
+    CHECK(fcntl(p[1], F_SETFL, 0) == 0); /* blocking, as stderr is */
+    CHECK(dup2(p[1], 2) == 2);
+    close(p[1]);
+    return kept; /* p[0] stays open, unread */
+}
+
+static void full_pipe_child(void *unused)
+{
+    struct timespec t0;
+    int kept, end;
+
+    (void)unused;
+    watchdog();
+    kept = full_stderr();
+    CHECK_EQ(vms_fault_install(), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    end = overflow_fiber("deep");
+    dprintf(kept, "test: fiber end %d (killed: %d), went on after %ld ms\n", end, VMS_FIBER_KILLED_OVERFLOW,
+            ms_since(&t0));
+}
+
+static void full_pipe(void)
+{
+    struct child c;
+    long end, killed, ms;
+    const char *s;
+
+    child_run(&c, full_pipe_child, NULL);
+    CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0, not a hang (SIGKILL)");
+    CHECK_TEXT((s = strstr(c.text, "test: fiber end ")), c.text, "the program went on");
+    CHECK(sscanf(s, "test: fiber end %ld (killed: %ld), went on after %ld ms", &end, &killed, &ms) == 3);
+    CHECK_TEXT(end == killed, c.text, "the fiber killed");
+    /* The report waited about 2 s for room, not for ever. */
+    CHECK_TEXT(ms >= 1500 && ms < 10000, c.text, "a bounded wait");
+    free(c.text);
+}
+
+static void *deep_thread(void *arg)
+{
+    return deep(arg);
+}
+
+static void full_pipe_thread_child(void *unused)
+{
+    pthread_t t;
+
+    (void)unused;
+    watchdog();
+    full_stderr();
+    CHECK_EQ(vms_thread_create(&t, thread_attr(), deep_thread, (void *)(1L << 40), "deep"), 0);
+    vms_thread_join(t, NULL);
+}
+
+static void full_pipe_thread(void)
+{
+    struct child c;
+    struct timespec t0;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    child_run(&c, full_pipe_thread_child, NULL);
+    CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV, not a hang (SIGKILL)");
+    CHECK_TEXT(ms_since(&t0) < 15000, c.text, "a bounded wait");
+    free(c.text);
+}
+
+/* ---- fd2_file ---- */
+
+static int temp_file(char *path)
+{
+    int fd;
+
+    strcpy(path, "/tmp/vms_hostile_XXXXXX");
+    CHECK((fd = mkstemp(path)) >= 0);
+    unlink(path);
+    return fd;
+}
+
+/* The file's bytes, to the test's stderr as one line: "test: NAME: TEXT" with newlines as '|'. */
+static void show_file(int kept, const char *name, int fd)
+{
+    char text[16384];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+
+    text[n > 0 ? n : 0] = 0;
+    for (char *p = text; *p; p++)
+        if (*p == '\n')
+            *p = '|';
+    dprintf(kept, "test: %s: %s\n", name, text);
+}
+
+static void fd2_file_child(void *unused)
+{
+    char lp[64], dp[64];
+    int kept = dup(2), log = temp_file(lp), data = temp_file(dp), first, second;
+
+    (void)unused;
+    alarm(HANG_SECONDS);
+    /* The program was started with stderr to a log file ... */
+    CHECK(dup2(log, 2) == 2);
+    CHECK_EQ(vms_fault_install(), 0);
+    first = overflow_fiber("first");
+    /* ... and then made fd 2 a data file of its own. */
+    CHECK(dup2(data, 2) == 2);
+    CHECK(write(2, "data\n", 5) == 5);
+    second = overflow_fiber("second");
+    show_file(kept, "log", log);
+    show_file(kept, "data", data);
+    dprintf(kept, "test: ends %d %d\n", first, second);
+}
+
+static void fd2_file(void)
+{
+    struct child c;
+    char line[64];
+
+    child_run(&c, fd2_file_child, NULL);
+    CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0");
+    snprintf(line, sizeof line, "test: ends %d %d\n", VMS_FIBER_KILLED_OVERFLOW, VMS_FIBER_KILLED_OVERFLOW);
+    CHECK_TEXT(strstr(c.text, line), c.text, "both fibers killed");
+    CHECK_TEXT(count_lines(c.text, "^test: data: data\\|$") == 1, c.text, "nothing but the program's data in it");
+    CHECK_TEXT(count_lines(c.text, "^test: log: vmstack: BUG: stack guard page was hit at .*"
+                                   "\\|vmstack: killed fiber 'first'\\|$") == 1,
+               c.text, "the first report in the log file fd 2 was at start, still");
+    CHECK_TEXT(!strstr(c.text, "'second'"), c.text, "the second report nowhere");
+    free(c.text);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct scenario list[] = {
+        {"full_pipe", full_pipe}, {"full_pipe_thread", full_pipe_thread}, {"fd2_file", fd2_file}, {NULL, NULL},
+    };
+
+    return run_scenario(argc, argv, list);
+}
