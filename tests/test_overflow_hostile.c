@@ -9,6 +9,8 @@
  *   fd2_file      fd 2 reopened to a data file of the program's: no report
  *                 in it (one to the log file fd 2 was at start, while it
  *                 still is), the fibers killed
+ *   fork          fibers overflow while another thread forks in a loop:
+ *                 every one killed, none aborted
  */
 #include "overflow.h"
 
@@ -223,10 +225,64 @@ static void fd2_file(void)
     free(c.text);
 }
 
+/* ---- fork ---- */
+
+#define FORK_OVERFLOWS 40
+
+static _Atomic bool forks_stop;
+static _Atomic long forks;
+
+static void *forker(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&forks_stop)) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(0);
+        CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+        atomic_fetch_add(&forks, 1);
+    }
+    return NULL;
+}
+
+static void fork_child(void *unused)
+{
+    pthread_t t;
+    int killed = 0;
+
+    (void)unused;
+    alarm(HANG_SECONDS * 4);
+    CHECK_EQ(vms_fault_install(), 0);
+    CHECK_EQ(pthread_create(&t, NULL, forker, NULL), 0);
+    while (atomic_load(&forks) == 0)
+        sched_yield();
+    for (int i = 0; i < FORK_OVERFLOWS; i++)
+        killed += overflow_fiber("deep") == VMS_FIBER_KILLED_OVERFLOW;
+    atomic_store(&forks_stop, true);
+    pthread_join(t, NULL);
+    fprintf(stderr, "test: %d of %d killed, %ld forks\n", killed, FORK_OVERFLOWS, atomic_load(&forks));
+}
+
+static void fork_(void)
+{
+    struct child c;
+    char line[64];
+
+    child_run(&c, fork_child, NULL);
+    CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0: no abort");
+    snprintf(line, sizeof line, "test: %d of %d killed, ", FORK_OVERFLOWS, FORK_OVERFLOWS);
+    CHECK_TEXT(strstr(c.text, line), c.text, "every fiber killed");
+    CHECK_TEXT(count_lines(c.text, TASK("deep")) == FORK_OVERFLOWS, c.text, "every report");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: killed fiber 'deep'$") == FORK_OVERFLOWS, c.text, "every kill");
+    CHECK_TEXT(!strstr(c.text, "forking"), c.text, "no report without its trace");
+    free(c.text);
+}
+
 int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
-        {"full_pipe", full_pipe}, {"full_pipe_thread", full_pipe_thread}, {"fd2_file", fd2_file}, {NULL, NULL},
+        {"full_pipe", full_pipe}, {"full_pipe_thread", full_pipe_thread}, {"fd2_file", fd2_file},
+        {"fork", fork_}, {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

@@ -177,9 +177,12 @@ int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc);
 /*
  * Around every use of libunwind: fork waits for no thread to be inside
  * it.  begin returns NULL, or why nothing may be unwound now (a fork is
- * under way); end only after NULL.  Async-signal-safe.
+ * under way); end only after NULL.  begin_waiting, for the overflow
+ * handler, first waits up to a second for another thread's fork to pass.
+ * Async-signal-safe.
  */
 const char *vms__unwind_begin(void);
+const char *vms__unwind_begin_waiting(void);
 void vms__unwind_end(void);
 /*
  * The same bracket around listing the modules (dl_iterate_phdr, dladdr:

@@ -195,7 +195,7 @@ void vms__kill_check(const struct vms_fault *f, struct vms_kill_check *k, bool s
     sigjmp_buf env;
 
     memset(k, 0, sizeof *k);
-    if (vms__unwind_begin())
+    if (vms__unwind_begin_waiting())
         return; /* nothing followed: nothing is proven */
     if (sigsetjmp(env, 1) == 0) {
         vms__fault_nested_arm(&env);

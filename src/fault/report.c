@@ -349,7 +349,7 @@ static void put_trace(struct vms_sbuf *b, const struct vms_fault *f)
     const char *why;
 
     vms__sb_str(b, "vmstack: Call Trace:\n");
-    if ((why = vms__unwind_begin())) {
+    if ((why = vms__unwind_begin_waiting())) {
         add_frame(&t, f->ip, false);
         end_trace(&t);
         vms__sb_str(b, "vmstack:  (no unwinding: ");

@@ -30,9 +30,10 @@
  * thread's unwinding half done: libunwind looks up each frame with
  * dl_iterate_phdr, which holds the dynamic loader's lock, and a child
  * forked at that moment has the lock held forever (its first unwinding,
- * or dlopen, then hangs).  Before fork, new unwinding is refused and the
- * unwinding in progress is waited for; a report that comes in those
- * microseconds says so instead of a backtrace.  Everything here but
+ * or dlopen, then hangs).  Before fork, new unwinding is refused (the
+ * overflow handler's waits for the fork to pass) and the unwinding in
+ * progress is waited for; a report whose fork does not pass says so
+ * instead of a backtrace.  Everything here but
  * vms__unwind_prepare and the fork handlers is async-signal-safe.
  */
 #include "fault/fault.h"
@@ -42,12 +43,14 @@
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 static unw_addr_space_t space;    /* ours; NULL until prepared */
 static bool on_valgrind;
 static _Atomic int inside;        /* threads between begin and end */
 static _Atomic bool forking;
+static _Atomic pid_t forker;      /* the thread that set forking */
 
 /* ---- memory ---- */
 
@@ -214,6 +217,46 @@ const char *vms__unwind_begin(void)
     return NULL;
 }
 
+/*
+ * A fork in another thread takes a few milliseconds at most: the overflow
+ * handler waits for it to pass, up to FORK_PATIENCE_NS, rather than give
+ * up the unwinding, and with it the proof a kill needs (killsafe.c).
+ * Waiting is safe: the fork waits for no thread outside the bracket, and
+ * the locks its handlers take are held by this thread only when the
+ * interrupted code holds them, which the unwinding would have refused to
+ * kill anyway; a fork that does not pass in time is such a fork, and the
+ * report says so.  The thread that forks itself (a fault in an atfork
+ * handler) cannot wait for its own fork.
+ */
+#define FORK_PATIENCE_NS 1000000000L
+#define FORK_NAP_NS 100000L
+
+static long ns_since(const struct timespec *t0)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000000000L + (now.tv_nsec - t0->tv_nsec);
+}
+
+const char *vms__unwind_begin_waiting(void)
+{
+    struct timespec t0, nap = {0, FORK_NAP_NS};
+    const char *why;
+
+    if (!(why = vms__unwind_begin()))
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (atomic_load_explicit(&forker, memory_order_relaxed) == (pid_t)syscall(SYS_gettid))
+            return "this thread is forking";
+        nanosleep(&nap, NULL);
+        if (!(why = vms__unwind_begin()))
+            return NULL;
+    } while (ns_since(&t0) < FORK_PATIENCE_NS);
+    return why;
+}
+
 void vms__unwind_end(void)
 {
     atomic_fetch_sub_explicit(&inside, 1, memory_order_release);
@@ -233,6 +276,7 @@ int vms__modules_begin(void)
 
 static void drain_for_fork(void)
 {
+    atomic_store_explicit(&forker, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
     atomic_store_explicit(&forking, true, memory_order_seq_cst);
     while (atomic_load_explicit(&inside, memory_order_seq_cst) > 0)
         sched_yield();
@@ -241,6 +285,7 @@ static void drain_for_fork(void)
 static void after_fork(void)
 {
     atomic_store_explicit(&forking, false, memory_order_release);
+    atomic_store_explicit(&forker, 0, memory_order_relaxed);
 }
 
 /* In the child the counter may count threads that are gone: none is inside. */
