@@ -11,6 +11,8 @@
  *                 still is), the fibers killed
  *   fork          fibers overflow while another thread forks in a loop:
  *                 every one killed, none aborted
+ *   altstack      a signal handler, on the thread's alternate signal stack,
+ *                 overflows it: reported as that, with the thread's tid
  */
 #include "overflow.h"
 
@@ -278,11 +280,68 @@ static void fork_(void)
     free(c.text);
 }
 
+/* ---- altstack ---- */
+
+/* A signal handler that recurses until the alternate stack it runs on ends. */
+static void deep_handler(int sig)
+{
+    (void)sig;
+    recurse(1L << 40);
+}
+
+static void *raising_fiber(void *unused)
+{
+    (void)unused;
+    fprintf(stderr, "test: tid %ld\n", (long)syscall(SYS_gettid));
+    raise(SIGUSR1);
+    return NULL;
+}
+
+static void altstack_child(void *unused)
+{
+    struct sigaction sa = {.sa_handler = deep_handler, .sa_flags = SA_ONSTACK};
+    /* With its colour room (fiber.c), a fiber of this size shares the alternate stacks' region. */
+    vms_fiber_opts o = {.name = "raiser", .stack_size = (size_t)60 << 10};
+    vms_fiber f;
+
+    (void)unused;
+    alarm(HANG_SECONDS);
+    CHECK_EQ(vms_fault_install(), 0);
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+    /*
+     * Fresh slots come upwards with the per-CPU caches off (VMSTACK_CACHE=0,
+     * set by the test): the fiber's stack lies right above the thread's
+     * alternate stack, whose overflow must not pass for the fiber's.
+     */
+    CHECK_EQ(vms_fiber_spawn(&f, raising_fiber, NULL, &o), 0);
+    vms_run();
+}
+
+static void altstack(void)
+{
+    struct child c;
+    char re[256];
+    long tid;
+    const char *s;
+
+    child_run(&c, altstack_child, NULL);
+    CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
+    CHECK_TEXT((s = strstr(c.text, "test: tid ")) && sscanf(s, "test: tid %ld", &tid) == 1, c.text, "the tid");
+    snprintf(re, sizeof re, "^vmstack: the alternate signal stack of tid %ld$", tid);
+    check_report(c.text, 0, re, "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]$",
+                 "^vmstack: aborting: a signal handler overflowed the thread's alternate signal stack, which cannot "
+                 "be ended alone$");
+    CHECK_TEXT(count_lines(c.text, "^vmstack: BUG: .*") == 1, c.text, "one report");
+    CHECK_TEXT(!strstr(c.text, "jumped"), c.text, "no jump of the fiber's");
+    free(c.text);
+}
+
 int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
         {"full_pipe", full_pipe}, {"full_pipe_thread", full_pipe_thread}, {"fd2_file", fd2_file},
-        {"fork", fork_}, {NULL, NULL},
+        {"fork", fork_}, {"altstack", altstack}, {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

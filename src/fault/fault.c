@@ -29,6 +29,7 @@
  * ordinary code.
  */
 #include "fault/fault.h"
+#include "core/sanitizer.h"
 
 #include <errno.h>
 #include <string.h>
@@ -217,11 +218,24 @@ static bool runner_jumped(struct vms_fault *f)
     return true;
 }
 
+/*
+ * This thread's alternate stack is what a signal handler that overflows it
+ * ran on, not the runner's: the runner's own stack may lie right above it
+ * (the same size class), and its overflow must not pass for a frame of
+ * the runner's that jumped that stack's guard.
+ */
+static bool own_altstack(const struct vms_fault *f)
+{
+    return f->owner.kind == VMS_TASK_ALTSTACK && f->lo == (uintptr_t)vms__altstack_own.lo;
+}
+
 static bool classify_guard(struct vms_fault *f, bool below_stack)
 {
-    if (runner_jumped(f))
+    bool overflowed = f->owned && below_stack && sp_overflowed(f);
+
+    if (!(overflowed && own_altstack(f)) && runner_jumped(f))
         return true;
-    if (f->owned && below_stack && sp_overflowed(f)) {
+    if (overflowed) {
         f->cls = VMS_FAULT_OVERFLOW;
         tid_here(&f->owner);
         return true;
@@ -641,6 +655,13 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         errno = saved_errno;
         return;
     }
+    /*
+     * ASan: a signal handler that overflowed this stack left its frames'
+     * redzones poisoned where the kernel now put ours (at the top again,
+     * as the overflow left the stack).
+     */
+    if (on_own_altstack())
+        vms__san_stack_reset(vms__altstack_own.lo, (size_t)(vms__altstack_own.hi - vms__altstack_own.lo));
     /* A fault inside our own unwinding: back to where it was armed. */
     if (nested_env && si->si_code > 0) {
         sigjmp_buf *env = nested_env;
