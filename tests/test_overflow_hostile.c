@@ -13,6 +13,8 @@
  *                 every one killed, none aborted
  *   altstack      a signal handler, on the thread's alternate signal stack,
  *                 overflows it: reported as that, with the thread's tid
+ *   nofile        the program has used up its descriptors (RLIMIT_NOFILE):
+ *                 the report names its functions all the same
  */
 #include "overflow.h"
 
@@ -337,11 +339,48 @@ static void altstack(void)
     free(c.text);
 }
 
+/* ---- nofile ---- */
+
+static void nofile_child(void *unused)
+{
+    struct rlimit lim;
+    int end;
+
+    (void)unused;
+    alarm(HANG_SECONDS);
+    CHECK_EQ(vms_fault_install(), 0);
+    /* A soft limit it reaches: the hard one, which a program cannot raise, usually lies far above. */
+    CHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0);
+    lim.rlim_cur = 64;
+    CHECK(lim.rlim_max > lim.rlim_cur && setrlimit(RLIMIT_NOFILE, &lim) == 0);
+    while (open("/dev/null", O_RDONLY) >= 0)
+        ;
+    CHECK_EQ(errno, EMFILE);
+    end = overflow_fiber("deep");
+    CHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0);
+    fprintf(stderr, "test: fiber end %d, soft limit %ld\n", end, (long)lim.rlim_cur);
+}
+
+static void nofile(void)
+{
+    struct child c;
+    char line[64];
+
+    child_run(&c, nofile_child, NULL);
+    CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0");
+    check_report(c.text, 0, TASK("deep"), "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]$",
+                 "^vmstack: killed fiber 'deep'$");
+    CHECK_TEXT(!strstr(c.text, "??"), c.text, "every frame named");
+    snprintf(line, sizeof line, "test: fiber end %d, soft limit 64\n", VMS_FIBER_KILLED_OVERFLOW);
+    CHECK_TEXT(strstr(c.text, line), c.text, "the fiber killed, the limit as it was");
+    free(c.text);
+}
+
 int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
         {"full_pipe", full_pipe}, {"full_pipe_thread", full_pipe_thread}, {"fd2_file", fd2_file},
-        {"fork", fork_}, {"altstack", altstack}, {NULL, NULL},
+        {"fork", fork_}, {"altstack", altstack}, {"nofile", nofile}, {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

@@ -9,7 +9,8 @@
  * So start-up only lists the loaded modules (dl_iterate_phdr: address
  * ranges, paths, build ids), and a module's symbols are read the first
  * time an address in it is looked up, possibly inside the overflow
- * handler.  That read is async-signal-safe: open, fstat, mmap and close,
+ * handler.  That read is async-signal-safe: open, fstat, mmap and close
+ * (and prlimit when the program is out of descriptors),
  * ELF parsed by hand from the mapping (libelf allocates), an index sorted
  * in place in a fresh mapping by heapsort (qsort may allocate).  Names
  * point into the mapped file and stay mapped for the life of the process.
@@ -37,7 +38,9 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_MODULES 512
@@ -245,10 +248,32 @@ static bool index_image(const char *f, size_t size, uintptr_t bias, struct index
     return true;
 }
 
+/*
+ * A program that has used up its descriptors (RLIMIT_NOFILE) would get a
+ * report without a single name: its soft limit is raised by one for this
+ * open only, when its hard limit allows (no descriptor is kept in reserve:
+ * the program would see it).  prlimit is a bare system call.
+ */
+static int open_file(const char *path)
+{
+    struct rlimit was, more;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0 || errno != EMFILE || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &was) ||
+        was.rlim_cur >= was.rlim_max)
+        return fd;
+    more = (struct rlimit){was.rlim_cur + 1, was.rlim_max};
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, NULL))
+        return -1;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &was, NULL);
+    return fd;
+}
+
 /* Maps path whole and indexes it; the mapping stays (the names point into it). */
 static bool index_file(const char *path, uintptr_t bias, struct index *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_file(path);
     struct stat sb;
     void *f = MAP_FAILED;
 
