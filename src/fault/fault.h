@@ -13,7 +13,6 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <ucontext.h>
 
 #include <libunwind.h>
@@ -123,11 +122,13 @@ enum vms_fd_state { VMS_FD_SAME, VMS_FD_OTHER, VMS_FD_OTHER_FILE, VMS_FD_CLOSED 
 enum vms_fd_state vms__fd_id_check(int fd, const struct vms_fd_id *was, mode_t *type);
 /*
  * Writes p[0, len) to fd (whose file type is type) without ever blocking
- * past deadline (CLOCK_MONOTONIC) and without changing its flags.  0, or
+ * past deadline (vms__fd_now_ns) and without changing its flags.  0, or
  * -ETIMEDOUT when the reader took too little in time (what did not go
- * out is dropped), or another -errno.
+ * out is dropped; past the deadline, nothing is written), or another
+ * -errno.
  */
-int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, const struct timespec *deadline);
+int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t deadline);
+int64_t vms__fd_now_ns(void); /* CLOCK_MONOTONIC */
 /* The fault handler's installation: fd 2, as it is now, is where reports go unless told otherwise. */
 void vms__report_fd_init(void);
 

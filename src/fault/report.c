@@ -630,11 +630,11 @@ static _Atomic pid_t writer;   /* tid of the thread writing a report, or 0 */
 /*
  * The whole of a report waits at most this long for its descriptor to take
  * it (reportfd.c); what has not gone out then is dropped, and the policy
- * goes on.
+ * goes on.  Eight bytes of TLS: the preload library gives its whole static
+ * TLS back to every thread stack, rounded up to 64 bytes (preload.c).
  */
-#define REPORT_PATIENCE_S 2
-static TLS_IE struct timespec deadline; /* of the report this thread is writing */
-static TLS_IE bool dropping;            /* its descriptor took nothing in time: the rest is dropped */
+#define REPORT_PATIENCE_NS 2000000000LL
+static TLS_IE int64_t deadline; /* of the report this thread is writing (vms__fd_write_bounded) */
 
 /* unset_only: only when none was set yet. */
 static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg,
@@ -693,16 +693,13 @@ static void fd_write(const struct sink *s, const char *p, size_t len)
     mode_t type = 0;
     int fd = s ? s->fd : 2;
 
-    if (dropping)
-        return;
     if (!s) {
         vms__fd_id_take(fd, &now);
         type = now.type;
     } else if (vms__fd_id_check(fd, &s->id, &type) >= VMS_FD_OTHER_FILE) {
         return;
     }
-    if (vms__fd_write_bounded(fd, type, p, len, &deadline) == -ETIMEDOUT)
-        dropping = true;
+    vms__fd_write_bounded(fd, type, p, len, deadline);
 }
 
 /* Pieces of a report to the fd or the writer (a callback gets the whole text at the end). */
@@ -738,9 +735,7 @@ void vms__report_begin(struct vms_sbuf *b)
     }
     streaming = !s || !s->fn ? b : NULL;
     sent = 0;
-    dropping = false;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += REPORT_PATIENCE_S;
+    deadline = vms__fd_now_ns() + REPORT_PATIENCE_NS;
 }
 
 void vms__report_end(struct vms_sbuf *b)

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SMALL_PIECE 128 /* a terminal answers POLLOUT with this much room at least */
@@ -53,21 +54,21 @@ enum vms_fd_state vms__fd_id_check(int fd, const struct vms_fd_id *was, mode_t *
     return S_ISREG(sb.st_mode) ? VMS_FD_OTHER_FILE : VMS_FD_OTHER;
 }
 
-static long ms_until(const struct timespec *deadline)
+int64_t vms__fd_now_ns(void)
 {
     struct timespec now;
 
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (deadline->tv_sec - now.tv_sec) * 1000L + (deadline->tv_nsec - now.tv_nsec) / 1000000L;
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, const struct timespec *deadline)
+int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t deadline)
 {
     size_t piece = S_ISFIFO(type) || S_ISREG(type) ? PIPE_BUF : SMALL_PIECE;
 
     while (len) {
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        long ms = ms_until(deadline);
+        int64_t ms = (deadline - vms__fd_now_ns()) / 1000000;
         int r = ms > 0 ? poll(&pfd, 1, (int)ms) : 0;
         ssize_t n;
 
