@@ -249,6 +249,7 @@ static struct vms_fiber_desc *end_fiber(struct vms_sched *s, struct vms_fiber_de
         end_hook(f);
     f->end = (uint8_t)end;
     f->ended = true;
+    vms__trim_forget(f);
     s->stats.live--;
     if (end == VMS_FIBER_RETURNED)
         s->stats.returned++;
@@ -409,6 +410,7 @@ static void fiber_init(struct vms_sched *s, struct vms_fiber_desc *f, struct vms
     f->ended = f->dying = false;
     f->detached = g->opts->detached != 0;
     f->canary = g->canary;
+    f->trim_listed = false;
     f->san_fake = NULL;
     f->sync = NULL;
     f->san_tsan = vms__san_fiber_create();
@@ -423,7 +425,7 @@ static void fiber_init(struct vms_sched *s, struct vms_fiber_desc *f, struct vms
     if ((start_hook = atomic_load_explicit(&vms__fiber_start_hook, memory_order_acquire)))
         start_hook(f);
     atomic_store_explicit(&f->owner, s->serial, memory_order_relaxed);
-    /* Release: a thread scanning the slots (vms_fiber_trim) that reads this id reads this owner, not a stale one. */
+    /* Release: another thread that reads this id (vms_fiber_wake) reads this owner, not a stale one. */
     atomic_store_explicit(&f->id, id, memory_order_release);
     ring_add(s, f);
     s->stats.spawned++;
@@ -736,6 +738,7 @@ void vms__sched_block(void)
     struct vms_fiber_desc *cur = s->current;
 
     leave_check(s, cur);
+    vms__trim_note(cur);
     ring_del(s, cur);
     switch_to(s, cur, s->ring ? s->ring : &s->main);
 }

@@ -48,6 +48,7 @@ struct vms_fiber_desc {
      */
     uint8_t wait;                     /* enum vms_fiber_wait */
     bool wait_verify;                 /* VMS_WAIT_FD: its registration is checked VERIFY_NS after wait_since */
+    bool trim_listed;                 /* in its thread's list of fibers that waited since a trim (trim.c) */
     int32_t wait_fd;                  /* VMS_WAIT_FD: the descriptor */
     uint32_t wait_events;             /* VMS_WAIT_FD: the EPOLL* events wanted */
     int32_t wait_result;              /* what the wait returns: events, 0 (timeout), -errno */
@@ -58,6 +59,7 @@ struct vms_fiber_desc {
     struct vms_fiber_sync *sync;      /* locks held, the wait in progress, fiber-local values; NULL: none yet */
     uint64_t wait_since;              /* when it last blocked in wait.c (ns): the thread's last idle time, or
                                          for a wait_verify the time itself */
+    uint32_t trim_next, trim_prev;    /* that list's links, as the neighbours' ref + 1 (0: none) */
 };
 
 /* What a fiber waits for (vms_fiber_desc.wait). */
@@ -149,6 +151,14 @@ void vms__sched_ready(struct vms_fiber_desc *f);
 bool vms__sched_owns(const struct vms_fiber_desc *f);
 bool vms__wait_idle(void);
 void vms__wait_forget(struct vms_fiber_desc *f);
+/*
+ * trim.c, for fiber.c: vms__trim_note lists the current fiber, which owns
+ * its stack and is about to block, among those vms_fiber_trim looks at
+ * (once: a fiber listed already stays so); vms__trim_forget takes an
+ * ending fiber off that list.  The list is the calling thread's own.
+ */
+void vms__trim_note(struct vms_fiber_desc *f);
+void vms__trim_forget(struct vms_fiber_desc *f);
 
 /*
  * Fiber synchronisation (waitq.c, mutex.c, cond.c, chan.c, waitgroup.c,

@@ -7,13 +7,52 @@
  * they fault in as zeros, as a fresh stack's do.  Only the calling
  * thread's own fibers are trimmed, since a fiber of another thread could
  * resume and write there while the pages go.
+ *
+ * Once per wait: a fiber that blocks goes on its thread's list of fibers
+ * that waited since they were last trimmed, and leaves it when trimmed
+ * (or found running again, or ended).  A trim walks only that list, so
+ * its cost follows the fibers that ran since the last one: a second trim
+ * over 10,000 fibers that did not run meanwhile makes no system call,
+ * where a scan of every slot made one madvise per idle fiber, every time.
  */
 #include "task/task.h"
 
 #include <time.h>
 
-#define RED_ZONE 128                       /* the x86-64 ABI's, below the saved stack pointer */
 #define DEFAULT_IDLE_NS (1000 * 1000000ull)
+
+/* The calling thread's list, as its first fiber's ref + 1 (0: empty). */
+static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t untrimmed;
+
+static struct vms_fiber_desc *fiber_of_link(uint32_t link)
+{
+    return vms__slot_fiber(vms__slot_of_id(link - 1));
+}
+
+void vms__trim_note(struct vms_fiber_desc *f)
+{
+    if (f->trim_listed || !f->owns_stack)
+        return;
+    f->trim_listed = true;
+    f->trim_prev = 0;
+    f->trim_next = untrimmed;
+    if (untrimmed)
+        fiber_of_link(untrimmed)->trim_prev = f->ref + 1;
+    untrimmed = f->ref + 1;
+}
+
+void vms__trim_forget(struct vms_fiber_desc *f)
+{
+    if (!f->trim_listed)
+        return;
+    f->trim_listed = false;
+    if (f->trim_prev)
+        fiber_of_link(f->trim_prev)->trim_next = f->trim_next;
+    else
+        untrimmed = f->trim_next;
+    if (f->trim_next)
+        fiber_of_link(f->trim_next)->trim_prev = f->trim_prev;
+}
 
 static uint64_t now_ns(void)
 {
@@ -26,7 +65,8 @@ static uint64_t now_ns(void)
 /* Releases the pages of f's stack below its stack pointer; whether there were any. */
 static bool trim_fiber(struct vms_fiber_desc *f)
 {
-    uintptr_t page = vms__g.page, lo = (uintptr_t)f->base, hi = ((uintptr_t)f->sp - RED_ZONE) & ~(page - 1);
+    uintptr_t page = vms__g.page, lo = (uintptr_t)f->base;
+    uintptr_t hi = ((uintptr_t)f->sp - VMS_ARCH_RED_ZONE) & ~(page - 1);
 
     /* Where a canary guards the lowest word (no guard below), its page stays. */
     if (f->canary)
@@ -38,29 +78,20 @@ static bool trim_fiber(struct vms_fiber_desc *f)
 
 long vms_fiber_trim(uint64_t idle_ns)
 {
-    unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
     uint64_t now = now_ns();
     long trimmed = 0;
 
-    for (unsigned i = 0; i < n; i++) {
-        struct vms_region *r = vms__g.regions[i];
-        size_t slots = (size_t)atomic_load_explicit(&r->nchunks, memory_order_acquire) * r->chunk_slots;
+    for (uint32_t link = untrimmed, next; link; link = next) {
+        struct vms_fiber_desc *f = fiber_of_link(link);
 
-        if (slots > r->max_slots)
-            slots = r->max_slots;
-        for (size_t j = 0; j < slots; j++) {
-            struct vms_fiber_desc *f = vms__slot_fiber(&r->slots[j]);
-
-            /*
-             * Another thread's fibers, free slots and ended fibers are not looked at further.
-             * Acquire: the owner read next is the one stored with this id (vms_fiber_spawn).
-             */
-            if (!atomic_load_explicit(&f->id, memory_order_acquire) || !vms__sched_owns(f))
-                continue;
-            if (f->ended || !f->owns_stack || f->wait == VMS_WAIT_NONE || !f->sp || now - f->wait_since < idle_ns)
-                continue;
+        next = f->trim_next;
+        /* Not idle long enough yet: it stays listed for a later trim. */
+        if (f->wait != VMS_WAIT_NONE && f->sp && now - f->wait_since < idle_ns)
+            continue;
+        /* Running or ready again (listed anew at its next wait), or trimmed now for this wait. */
+        vms__trim_forget(f);
+        if (f->wait != VMS_WAIT_NONE && f->sp)
             trimmed += trim_fiber(f);
-        }
     }
     return trimmed;
 }
