@@ -185,8 +185,9 @@ static VMS_INLINE void *vms_stack_top(const vms_stack *st)
  * asked for, in address space only (untouched pages use no memory), and
  * an overflow is caught that much deeper.  Each class in use has its own
  * region: VMSTACK_RESERVE bytes of address space, reserved on the class's
- * first allocation.  The fast path takes a warm stack from this CPU's
- * cache: no lock, no syscall and no page fault.  Returns 0 and fills *st,
+ * first allocation.  The fast path takes a warm stack from the calling
+ * thread's LIFO of its class, then this CPU's cache: no lock, no syscall
+ * and no page fault.  Returns 0 and fills *st,
  * or:
  *   -EINVAL  size above 1 GiB
  *   -ENOSPC  the region reserved for this class is full (raise VMSTACK_RESERVE)
@@ -199,13 +200,15 @@ VMS_API int vms_stack_alloc(vms_stack *st, size_t size);
 
 /*
  * Frees a stack; its handle becomes stale.  Returns 0, or:
- *   -EINVAL   st does not describe a vmstack stack (foreign pointer)
+ *   -EINVAL   st does not describe a vmstack stack (foreign pointer, or a
+ *             forged id, base or size)
  *   -EALREADY the stack was already freed (double free or stale handle)
- * In both error cases nothing is changed.  A free into the calling thread's
- * own small cache takes no locked instruction: the stack's state is checked
- * and then marked by plain loads and stores.  A double free is caught, but
- * two threads freeing the same stack at the same instant may both succeed
- * (the stack is then handed out twice); other frees mark it atomically.
+ *   -EBUSY    a vmstack fiber owns the stack (its end and join free it)
+ * In the error cases nothing is changed.  A free takes no locked
+ * instruction: the stack's state is checked and then marked by plain
+ * loads and stores, and the stack goes to the calling thread's LIFO.  A
+ * double free is caught, but two threads freeing the same stack at the
+ * same instant may both succeed (the stack is then handed out twice).
  */
 VMS_API int vms_stack_free(vms_stack *st);
 
@@ -224,7 +227,8 @@ VMS_API int vms_on_stack(const void *ptr, vms_stack *st);
  * One O(1) address lookup (a top is recognised from the guard it lands
  * in), then the free of vms_stack_free.
  * Returns 0, or -EINVAL when addr is on no live vmstack stack (foreign
- * pointer, or a stack freed already); then nothing is changed.  Without
+ * pointer, or a stack freed already), or -EBUSY as vms_stack_free; then
+ * nothing is changed.  Without
  * guards (VMS_GUARD_NONE) a stack's top is the next stack's base: pass an
  * address inside the stack there.
  */
@@ -251,7 +255,9 @@ VMS_API int vms_stack_set_name(const vms_stack *st, const char *name);
  * returned to the kernel; a stack reused warm from a cache still holds the
  * previous user's deepest word unless scrubbing is on.  Exact to the word
  * for the deepest non-zero word; a frame that only wrote zeros at its
- * lowest addresses is not seen.  Returns 0 for a stale handle.
+ * lowest addresses is not seen.  Returns 0 for a stale handle, or one
+ * whose id, base or size the table does not have (errno EINVAL, and
+ * vms_last_error() says so).
  */
 VMS_API size_t vms_stack_used(const vms_stack *st);
 
@@ -1053,7 +1059,9 @@ VMS_API long vms_trim(void);
  * below it (128 bytes on x86-64, none on aarch64), which hold nothing
  * live (MADV_DONTNEED; touched again, they come back as zeros, as a fresh
  * stack's pages do).  A fiber that went deep once, then waits, holds no
- * more than one that never did.  When a fiber began to wait is known to
+ * more than one that never did.  Once per wait: only fibers that waited
+ * since the last trim are looked at, so a trim over fibers that did not
+ * run since makes no system call.  When a fiber began to wait is known to
  * the time its thread last slept in epoll_wait.  Only the calling thread's
  * fibers: another thread's could resume meanwhile.  Returns the number of
  * fibers trimmed.

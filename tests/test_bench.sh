@@ -47,6 +47,9 @@ if "instructions: skipped" not in table:
     for k in ("free_sp_vs_alloc", "callcc_spawn", "continuation_resume", "fiber_spawn_run_join", "yield"):
         nums(ins[k], ("vmstack", "peer", "ratio", "goal"))
         assert ins[k]["vmstack"] > 0 and ins[k]["peer"] > 0, (k, ins[k])
+    for k in ("stack_alloc", "stack_free"):
+        nums(ins[k], ("vmstack",))
+        assert ins[k]["vmstack"] > 0, (k, ins[k])
     if "Boost.Fiber not built" not in table:
         nums(ins["boost_fiber_spawn_join"], ("vmstack", "peer", "ratio", "goal"))
 for series in ("on", "off"):

@@ -107,9 +107,9 @@ lib=$(basename "$SHLIB")
 "$VMSTACK" checkstack --min 0 "$SHLIB" > "$TMP/lib.txt" || fail "checkstack on $SHLIB failed"
 [ "$(grep -c "\[$lib\]\( [^ ]*:[0-9]*\)\?\$" "$TMP/lib.txt")" -ge 10 ] || fail "few functions listed for $SHLIB"
 # Built with -g: file:line after the module, in the text and in the JSON ("source").
-grep -q "^0x[0-9a-f]* .* vms_stack_alloc \[$lib\] [a-z_]*\.c:[0-9]*\$" "$TMP/lib.txt" ||
+grep -q "^0x[0-9a-f]* .* vms_stack_alloc \[$lib\] [a-z_]*\.[ch]:[0-9]*\$" "$TMP/lib.txt" ||
     fail "no file:line for vms_stack_alloc: $(grep vms_stack_alloc "$TMP/lib.txt")"
-"$VMSTACK" checkstack --json --min 0 "$SHLIB" | grep -A8 '"name": "vms_stack_alloc"' | grep -q '"source": "[a-z_]*\.c:[0-9]*"' ||
+"$VMSTACK" checkstack --json --min 0 "$SHLIB" | grep -A8 '"name": "vms_stack_alloc"' | grep -q '"source": "[a-z_]*\.[ch]:[0-9]*"' ||
     fail "no source for vms_stack_alloc in the JSON"
 
 # Two binaries in JSON: an array of objects.

@@ -45,6 +45,8 @@ static void set_geometry(struct vms_region *r, size_t stack_size, size_t guard_s
     if (r->max_slots > (1u << VMS_SLOT_BITS) - r->chunk_slots)
         r->max_slots = (uint32_t)((((1u << VMS_SLOT_BITS) - r->chunk_slots) / r->chunk_slots) * r->chunk_slots);
     r->reserve = (r->max_slots / r->chunk_slots) * r->chunk_bytes;
+    r->chunk_recip = UINT64_MAX / r->chunk_bytes;
+    r->slot_recip = UINT64_MAX / r->slot_size;
 }
 
 static int region_fail(struct vms_region *r, size_t stack_size, size_t cache_bytes)
@@ -97,15 +99,13 @@ static int region_create(size_t stack_size, size_t guard_size, struct vms_region
 }
 
 /*
- * The last size asked for with the configured guard, and its region, per
- * thread: a runtime asks for one size again and again, and regions live
- * as long as the process.  The guard size is kept with them because a
- * later vms_init may change the configured one.
+ * The last size asked for with the configured guard, and its region, are
+ * kept per thread (vms__hot, vms__region_cached): a runtime asks for one
+ * size again and again, and regions live as long as the process.  The
+ * guard size is kept with them because a later vms_init may change the
+ * configured one.
  */
-static __attribute__((tls_model("initial-exec"))) _Thread_local struct {
-    size_t asked, guard;
-    struct vms_region *r;
-} last_size;
+__attribute__((tls_model("initial-exec"))) _Thread_local struct vms_thread_hot vms__hot;
 
 struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err)
 {
@@ -120,8 +120,8 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
     /* Most stacks are of the default size: its region is remembered, no class or search. */
     if (!stack_size && !guard_size && (r = atomic_load_explicit(&vms__g.default_region, memory_order_acquire)))
         return r;
-    if (stack_size && stack_size == last_size.asked && !guard_size && last_size.guard == vms__g.cfg.guard_size)
-        return last_size.r;
+    if (!guard_size && (r = vms__region_cached(stack_size)))
+        return r;
     size = vms__size_class(stack_size ? stack_size : vms__g.cfg.stack_size);
     if (size == 0) {
         *err = vms__fail(EINVAL, "stack size %zu: at most 1 GiB", stack_size);
@@ -145,9 +145,9 @@ struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *er
     if (r && !stack_size && guard_size == vms__g.cfg.guard_size)
         atomic_store_explicit(&vms__g.default_region, r, memory_order_release);
     if (r && stack_size && guard_size == vms__g.cfg.guard_size) {
-        last_size.asked = stack_size;
-        last_size.guard = guard_size;
-        last_size.r = r;
+        vms__hot.asked = stack_size;
+        vms__hot.guard = guard_size;
+        vms__hot.r = r;
     }
     return r;
 }
@@ -238,8 +238,10 @@ int vms__region_grow(struct vms_region *r)
     }
     r->next_fresh = c * (uint32_t)r->chunk_slots;
     r->fresh_end = r->next_fresh + (uint32_t)got;
-    for (uint32_t i = r->next_fresh; i < r->fresh_end; i++)
+    for (uint32_t i = r->next_fresh; i < r->fresh_end; i++) {
+        r->slots[i].id = r->index << VMS_SLOT_BITS | i;
         r->slots[i].base = vms__slot_base(r, i);
+    }
     r->slots_guarded += (uint32_t)got;
     atomic_store_explicit(&r->nchunks, c + 1, memory_order_release);
     return 0;
@@ -315,57 +317,33 @@ void vms__stack_taint(const void *addr)
 
 int vms_stack_tainted(const vms_stack *st)
 {
-    struct vms_loc loc;
+    struct vms_region *r;
+    struct vms_slot *s = vms__handle_slot(st, &r);
     uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE;
 
-    vms__locate(st->base, &loc);
-    if (loc.where != VMS_AT_STACK ||
-        atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != live)
+    if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != live)
         return vms__fail(EINVAL, "%p is not a live vmstack stack: stale or foreign handle", st->base);
-    return atomic_load_explicit(&loc.region->slots[loc.slot].tainted, memory_order_acquire) == live;
+    return atomic_load_explicit(&s->tainted, memory_order_acquire) == live;
+}
+
+bool vms__slot_at(uintptr_t a, struct vms_region **rp, uint32_t *idx)
+{
+    unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
+    bool ok = false;
+
+    for (unsigned i = 0; i < n; i++)
+        if (vms__slot_in(vms__g.regions[i], a, idx, &ok)) {
+            *rp = vms__g.regions[i];
+            return ok;
+        }
+    return false;
 }
 
 /*
- * The top of a stack is the first byte above it: the lowest byte of the
- * next slot's guard, or of the chunk's trailing guard (which locates to
- * the chunk's last slot).  Found from the one lookup, without a second.
+ * By the handle's id, checked against its base and generation: no address
+ * lookup, no division.  Not its size: a thread's stack is handed to
+ * vms__thread_start_on with the part its user sees.
  */
-static void locate_top(const void *addr, struct vms_loc *loc)
-{
-    struct vms_region *r = loc->region;
-    uint32_t below = loc->slot;
-
-    if (loc->where == VMS_AT_GUARD_BELOW) {
-        if (below % r->chunk_slots == 0)
-            return;
-        below--;
-    } else if (loc->where != VMS_AT_GUARD_ABOVE) {
-        return;
-    }
-    /* Slots never handed out have no base yet. */
-    if (r->slots[below].base && (const char *)addr == r->slots[below].base + r->stack_size) {
-        loc->where = VMS_AT_STACK;
-        loc->slot = below;
-    }
-}
-
-int vms_stack_free_sp(void *addr)
-{
-    struct vms_loc loc;
-    vms_stack st;
-
-    vms__locate(addr, &loc);
-    if (loc.where != VMS_AT_STACK)
-        locate_top(addr, &loc);
-    if (loc.where != VMS_AT_STACK ||
-        (uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) != VMS_SLOT_LIVE)
-        return vms__fail(EINVAL, "%p is on no live vmstack stack: foreign pointer, or freed already", addr);
-    /* The handle comes from the table: no need to check it as vms_stack_free checks a caller's. */
-    vms__fill_handle(loc.region, loc.slot, &st);
-    return vms__stack_give(&st);
-}
-
-/* By the handle's id, checked against its base and generation: no address lookup, no division. */
 struct vms_task *vms__task_of(const vms_stack *st)
 {
     uint32_t ri = st->id >> VMS_SLOT_BITS, idx = st->id & ((1u << VMS_SLOT_BITS) - 1);
@@ -378,5 +356,6 @@ struct vms_task *vms__task_of(const vms_stack *st)
     if (idx >= r->max_slots || !st->base || r->slots[idx].base != st->base ||
         atomic_load_explicit(&r->slots[idx].state, memory_order_acquire) != ((uint64_t)st->gen << 32 | VMS_SLOT_LIVE))
         return NULL;
+    vms__record_take(&r->slots[idx]);
     return &r->slots[idx].task;
 }

@@ -12,11 +12,13 @@
  * once per batch, not once per stack.  A magazine found locked is skipped
  * for the pool: nobody ever waits for a per-CPU lock.
  *
- * In front of the per-CPU caches sits a tiny per-thread cache (two stacks
- * per size): a thread that spawns and ends tasks in turn reuses its own
- * last stack with no atomic read-modify-write at all, which is what makes
- * a cached stack cost about what a malloc'd one does.  The per-CPU caches
- * still balance stacks between threads on one CPU.
+ * In front of the per-CPU caches sits a LIFO per size class and thread:
+ * a warm stack is taken and given back there by a few plain loads and
+ * stores, with no CPU number, no division, no lock and no atomic
+ * read-modify-write, as a malloc'd block of a thread cache is.  The
+ * magazines, and behind them the pool, are met only when the LIFO is empty
+ * (one stack from them) or full (its older half to them); they balance
+ * stacks between threads.
  *
  * The pool keeps cfg.pool warm stacks; stacks beyond that go back to the
  * kernel with MADV_DONTNEED in batches, oldest first, coalescing adjacent
@@ -30,20 +32,25 @@
 #include <string.h>
 
 /*
- * The per-thread cache.  Entries are atomics only so that statistics may
- * read them from another thread; the owner uses plain loads and stores.
- * Registered in a list on first use, so that stats can count it and its
- * stacks go back to the shared caches when the thread exits.
+ * The per-thread caches: a LIFO of slots per region, a count and 15
+ * entries on two cache lines.  The count is atomic only so that
+ * statistics may read it from another thread; the owner uses plain loads
+ * and stores.  Made on a thread's first stack call (taken from the caches
+ * of threads that ended, or mapped: untouched classes cost no memory) and
+ * listed, so that statistics can count its stacks, which go back to the
+ * shared caches when the thread exits.  vms__hot.cache is the thread's.
  */
-#define THREAD_CACHE 2
-struct thread_cache {
-    _Atomic uint32_t slot[VMS_MAX_REGIONS][THREAD_CACHE]; /* slot + 1, or 0 */
-    struct thread_cache *next, *prev;
-    bool registered;
+#define THREAD_CACHE 15
+struct thread_lifo {
+    _Atomic uint32_t n;
+    struct vms_slot *slot[THREAD_CACHE];
 };
-static __attribute__((tls_model("initial-exec"))) _Thread_local struct thread_cache tcache;
+struct vms_thread_cache {
+    struct thread_lifo lifo[VMS_MAX_REGIONS];
+    struct vms_thread_cache *next, *prev; /* the list of threads' caches, or of spare ones (next) */
+};
 static pthread_mutex_t tcache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct thread_cache *tcache_list;
+static struct vms_thread_cache *tcache_list, *tcache_spare;
 static pthread_key_t tcache_key;
 static pthread_once_t tcache_once = PTHREAD_ONCE_INIT;
 
@@ -58,46 +65,46 @@ void vms__cache_fork_lock(bool take)
         pthread_mutex_unlock(&tcache_lock);
 }
 
-static bool tcache_take(struct vms_region *r, uint32_t *idx)
+/* A stack that leaves a thread's cache: this CPU's magazine, or the pool. */
+static void shared_put(struct vms_region *r, const struct vms_slot *s)
 {
-    _Atomic uint32_t *e = tcache.slot[r->index];
+    uint32_t idx = s->id & ((1u << VMS_SLOT_BITS) - 1);
 
-    for (int i = 0; i < THREAD_CACHE; i++) {
-        uint32_t v = atomic_load_explicit(&e[i], memory_order_relaxed);
-        if (v) {
-            atomic_store_explicit(&e[i], 0, memory_order_relaxed);
-            *idx = v - 1;
-            return true;
-        }
-    }
-    return false;
+    if (!cache_put(r, idx))
+        pool_put(r, idx);
 }
 
-/* Gives every stack of the calling thread's cache to the shared caches. */
-static void tcache_flush(void)
+/* Gives every stack of a thread's cache to the shared caches. */
+static void tcache_flush(struct vms_thread_cache *t)
 {
     unsigned n = atomic_load_explicit(&vms__g.nregions, memory_order_acquire);
 
-    for (unsigned ri = 0; ri < n; ri++)
-        for (int i = 0; i < THREAD_CACHE; i++) {
-            uint32_t v = atomic_exchange_explicit(&tcache.slot[ri][i], 0, memory_order_relaxed);
-            if (v && !cache_put(vms__g.regions[ri], v - 1))
-                pool_put(vms__g.regions[ri], v - 1);
-        }
+    for (unsigned ri = 0; t && ri < n; ri++) {
+        struct thread_lifo *l = &t->lifo[ri];
+        uint32_t have = atomic_load_explicit(&l->n, memory_order_relaxed);
+
+        atomic_store_explicit(&l->n, 0, memory_order_relaxed);
+        for (uint32_t i = 0; i < have; i++)
+            shared_put(vms__g.regions[ri], l->slot[i]);
+    }
 }
 
-static void tcache_exit(void *unused)
+static void tcache_exit(void *arg)
 {
-    (void)unused;
-    tcache_flush();
+    struct vms_thread_cache *t = arg;
+
+    vms__hot.cache = NULL;
+    vms__hot.ready = false; /* it promises a cache too */
+    tcache_flush(t);
     pthread_mutex_lock(&tcache_lock);
-    if (tcache.prev)
-        tcache.prev->next = tcache.next;
+    if (t->prev)
+        t->prev->next = t->next;
     else
-        tcache_list = tcache.next;
-    if (tcache.next)
-        tcache.next->prev = tcache.prev;
-    tcache.registered = false;
+        tcache_list = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->next = tcache_spare;
+    tcache_spare = t;
     pthread_mutex_unlock(&tcache_lock);
 }
 
@@ -106,19 +113,37 @@ static void tcache_key_create(void)
     pthread_key_create(&tcache_key, tcache_exit);
 }
 
-/* Once per thread: list it, and get called back at its exit. */
-static void tcache_register(void)
+/* Once per thread: its cache, listed, and a call back at its exit; NULL when no memory is left for it. */
+static struct vms_thread_cache *tcache_make(void)
 {
+    struct vms_thread_cache *t;
+
     pthread_once(&tcache_once, tcache_key_create);
     pthread_mutex_lock(&tcache_lock);
-    tcache.next = tcache_list;
-    tcache.prev = NULL;
-    if (tcache_list)
-        tcache_list->prev = &tcache;
-    tcache_list = &tcache;
-    tcache.registered = true;
+    if ((t = tcache_spare))
+        tcache_spare = t->next;
     pthread_mutex_unlock(&tcache_lock);
-    pthread_setspecific(tcache_key, &tcache);
+    if (!t && !(t = vms__os_alloc(sizeof *t)))
+        return NULL;
+    pthread_mutex_lock(&tcache_lock);
+    t->next = tcache_list;
+    t->prev = NULL;
+    if (tcache_list)
+        tcache_list->prev = t;
+    tcache_list = t;
+    pthread_mutex_unlock(&tcache_lock);
+    pthread_setspecific(tcache_key, t);
+    return vms__hot.cache = t;
+}
+
+/* The calling thread's LIFO for stacks of r; NULL without one (no memory for it). */
+static struct thread_lifo *lifo_of(const struct vms_region *r)
+{
+    struct vms_thread_cache *t = vms__hot.cache;
+
+    if (!t && !(t = tcache_make()))
+        return NULL;
+    return &t->lifo[r->index];
 }
 
 static size_t tcache_count(void)
@@ -126,10 +151,9 @@ static size_t tcache_count(void)
     size_t n = 0;
 
     pthread_mutex_lock(&tcache_lock);
-    for (struct thread_cache *t = tcache_list; t; t = t->next)
+    for (struct vms_thread_cache *t = tcache_list; t; t = t->next)
         for (unsigned ri = 0; ri < VMS_MAX_REGIONS; ri++)
-            for (int i = 0; i < THREAD_CACHE; i++)
-                n += atomic_load_explicit(&t->slot[ri][i], memory_order_relaxed) != 0;
+            n += atomic_load_explicit(&t->lifo[ri].n, memory_order_relaxed);
     pthread_mutex_unlock(&tcache_lock);
     return n;
 }
@@ -401,34 +425,59 @@ static void pool_put_batch(struct vms_region *r, const uint32_t *idx, uint32_t n
     pthread_mutex_unlock(&r->lock);
 }
 
-static struct vms_region *region_of_id(uint32_t id)
+/*
+ * We own the slot exclusively now; publish it as live, in the next
+ * generation (from FREE or UNUSED: its low bit set, one up).  The handle
+ * comes from the slot: no division.
+ */
+static inline int stack_publish(struct vms_region *r, struct vms_slot *s, vms_stack *st)
 {
-    uint32_t ri = id >> VMS_SLOT_BITS;
+    uint64_t live = (atomic_load_explicit(&s->state, memory_order_relaxed) | VMS_SLOT_FREE) +
+                    ((uint64_t)1 << 32 | (VMS_SLOT_LIVE - VMS_SLOT_FREE));
 
-    if (ri >= atomic_load_explicit(&vms__g.nregions, memory_order_acquire))
-        return NULL;
-    return vms__g.regions[ri];
+    atomic_store_explicit(&s->state, live, memory_order_release);
+    atomic_store_explicit(&s->bare, (uint32_t)(live >> 32), memory_order_relaxed);
+    st->base = s->base;
+    st->size = r->stack_size;
+    st->guard_size = r->guard_size;
+    st->id = s->id;
+    st->gen = (uint32_t)(live >> 32);
+    return 0;
+}
+
+/* A miss of the thread's LIFO (or no LIFO yet): this CPU's magazine, then the pool. */
+static __attribute__((noinline)) int stack_take_miss(struct vms_region *r, vms_stack *st)
+{
+    struct thread_lifo *l = lifo_of(r);
+    uint32_t n, idx;
+    int err;
+
+    if (l && (n = atomic_load_explicit(&l->n, memory_order_relaxed)) != 0) {
+        atomic_store_explicit(&l->n, --n, memory_order_relaxed);
+        return stack_publish(r, l->slot[n], st);
+    }
+    if (!cache_take(r, &idx) && (err = pool_take(r, &idx)))
+        return err;
+    return stack_publish(r, &r->slots[idx], st);
+}
+
+/* The hot path: the thread's LIFO for r, and the slot's generation; the rest out of line. */
+static inline int stack_take(struct vms_thread_cache *t, struct vms_region *r, vms_stack *st)
+{
+    struct thread_lifo *l = &t->lifo[r->index];
+    uint32_t n = atomic_load_explicit(&l->n, memory_order_relaxed);
+
+    if (__builtin_expect(!n, 0))
+        return stack_take_miss(r, st);
+    atomic_store_explicit(&l->n, --n, memory_order_relaxed);
+    return stack_publish(r, l->slot[n], st);
 }
 
 int vms__stack_take(struct vms_region *r, vms_stack *st)
 {
-    struct vms_slot *s;
-    uint32_t idx;
-    uint64_t gen;
-    int err;
+    struct vms_thread_cache *t = vms__hot.cache;
 
-    if (!tcache_take(r, &idx) && !cache_take(r, &idx) && (err = pool_take(r, &idx)))
-        return err;
-    /* We own the slot exclusively now; publish it as live.  The handle comes from the slot: no division. */
-    s = &r->slots[idx];
-    gen = (atomic_load_explicit(&s->state, memory_order_relaxed) >> 32) + 1;
-    atomic_store_explicit(&s->state, gen << 32 | VMS_SLOT_LIVE, memory_order_release);
-    st->base = s->base;
-    st->size = r->stack_size;
-    st->guard_size = r->guard_size;
-    st->id = r->index << VMS_SLOT_BITS | idx;
-    st->gen = (uint32_t)gen;
-    return 0;
+    return t ? stack_take(t, r, st) : stack_take_miss(r, st);
 }
 
 int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
@@ -439,106 +488,208 @@ int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
     if (!r)
         return err;
     /* The allocating thread gets the overflow handler and its alternate stack. */
-    if ((err = vms__thread_ready()))
+    if ((err = vms__thread_ready()) || (err = vms__stack_take(r, st)))
         return err;
-    return vms__stack_take(r, st);
-}
-
-/* The slot goes back clean: no task, no guard inside, and zeroed where asked. */
-static void slot_clear(struct vms_slot *s, const vms_stack *st)
-{
-    if (s->task.inner_len) /* rare: tested here, so that the common free makes no call */
-        vms__inner_guard_drop(&s->task, st->base);
-    memset(&s->task, 0, sizeof s->task);
-    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
-        size_t used = vms__used_bytes(st->base, st->size);
-        memset((char *)st->base + st->size - used, 0, used);
-    }
-}
-
-/* The calling thread's free entry for a stack of r, or NULL when its cache is full. */
-static _Atomic uint32_t *tcache_room(struct vms_region *r)
-{
-    _Atomic uint32_t *e = tcache.slot[r->index];
-
-    if (!tcache.registered)
-        tcache_register();
-    for (int i = 0; i < THREAD_CACHE; i++)
-        if (!atomic_load_explicit(&e[i], memory_order_relaxed))
-            return &e[i];
-    return NULL;
+    /* Its caller writes the record (vms_stack_alloc_opts, 'vmstack run''s threads). */
+    vms__record_take(&r->slots[st->id & ((1u << VMS_SLOT_BITS) - 1)]);
+    return 0;
 }
 
 /*
- * Freed into the calling thread's own cache, the slot is marked free by a
- * plain store after a plain check: no locked instruction.  Only two threads
- * freeing the same handle at the same instant could both pass the check
- * (documented in vmstack.h); anywhere else the mark is a compare-and-swap.
+ * vms__hot.ready: vms__thread_ready() said yes on this thread, which has
+ * its cache, and no alternate signal stack was freed on it since
+ * (vms_thread_unattach, a failed set-up: the thread is not report-ready
+ * any more).  The hot path makes no call to ask again.
  */
-static void companion_free(uint64_t c);
-
-static int stack_put(struct vms_region *r, uint32_t idx, const vms_stack *st)
+static __attribute__((noinline)) int stack_alloc_slow(vms_stack *st, size_t size)
 {
-    struct vms_slot *s = &r->slots[idx];
-    uint64_t live = (uint64_t)st->gen << 32 | VMS_SLOT_LIVE, freed = (uint64_t)st->gen << 32 | VMS_SLOT_FREE;
-    uint64_t companion = s->task.companion;
-    _Atomic uint32_t *room = tcache_room(r);
+    int err = 0;
+    struct vms_region *r = vms__region_for(size, 0, &err);
 
-    if (room) {
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) != live)
-            goto already;
-        atomic_store_explicit(&s->state, freed, memory_order_release);
-        slot_clear(s, st);
-        atomic_store_explicit(room, idx + 1, memory_order_relaxed);
-    } else {
-        if (!atomic_compare_exchange_strong_explicit(&s->state, &live, freed, memory_order_acq_rel,
-                                                     memory_order_relaxed))
-            goto already;
-        slot_clear(s, st);
-        if (!cache_put(r, idx))
-            pool_put(r, idx);
-    }
-    if (companion)
-        companion_free(companion);
+    if (!r)
+        return err;
+    if ((err = vms__thread_ready()) || (err = vms__stack_take(r, st)))
+        return err;
+    vms__hot.ready = vms__hot.cache != NULL;
     return 0;
-already:
-    return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", st->base, st->id);
-}
-
-static void companion_free(uint64_t c)
-{
-    vms_stack st = { .id = (uint32_t)(c >> 32), .gen = (uint32_t)c };
-    struct vms_region *r = region_of_id(st.id);
-    uint32_t idx = st.id & ((1u << VMS_SLOT_BITS) - 1);
-
-    st.base = r->slots[idx].base;
-    st.size = r->stack_size;
-    st.guard_size = r->guard_size;
-    if (r->slots[idx].task.kind == VMS_TASK_ALTSTACK)
-        atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
-    stack_put(r, idx, &st);
-}
-
-int vms__stack_give(vms_stack *st)
-{
-    return stack_put(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st);
 }
 
 int vms_stack_alloc(vms_stack *st, size_t size)
 {
-    return vms__stack_alloc(st, size, 0);
+    struct vms_region *r = vms__region_cached(size);
+
+    if (__builtin_expect(!r || !vms__hot.ready, 0))
+        return stack_alloc_slow(st, size);
+    return stack_take(vms__hot.cache, r, st);
+}
+
+/* Its older half to this CPU's magazine, or the pool: room for the stack being freed.  The count left. */
+static uint32_t lifo_spill(struct vms_region *r, struct thread_lifo *l)
+{
+    const uint32_t half = (THREAD_CACHE + 1) / 2;
+
+    for (uint32_t i = 0; i < half; i++)
+        shared_put(r, l->slot[i]);
+    memmove(l->slot, l->slot + half, (THREAD_CACHE - half) * sizeof l->slot[0]);
+    return THREAD_CACHE - half;
+}
+
+static void slot_put(struct vms_region *r, struct vms_slot *s)
+{
+    struct thread_lifo *l = lifo_of(r);
+    uint32_t n;
+
+    if (!l) {
+        shared_put(r, s);
+        return;
+    }
+    n = atomic_load_explicit(&l->n, memory_order_relaxed);
+    if (n == THREAD_CACHE)
+        n = lifo_spill(r, l);
+    l->slot[n] = s;
+    atomic_store_explicit(&l->n, n + 1, memory_order_relaxed);
+}
+
+static void companion_free(uint64_t c);
+
+/*
+ * A record someone wrote goes back clean: no task, no guard inside.  The
+ * stack freed with it (a thread's alternate signal stack), or 0.
+ */
+static uint64_t record_clear(struct vms_slot *s)
+{
+    uint64_t companion = s->task.companion;
+
+    if (s->task.inner_len)
+        vms__inner_guard_drop(&s->task, s->base);
+    memset(&s->task, 0, sizeof s->task);
+    return companion;
+}
+
+/* Everything but a bare stack going back to the thread's LIFO with room in it. */
+static __attribute__((noinline)) int slot_free_slow(struct vms_region *r, struct vms_slot *s, uint32_t gen,
+                                                    bool user)
+{
+    uint64_t live = (uint64_t)gen << 32 | VMS_SLOT_LIVE, companion = 0;
+    int kind = s->task.kind;
+
+    if (!s->base)
+        return vms__fail(EINVAL, "%p is not a vmstack stack: foreign pointer or corrupted handle", (void *)s->base);
+    if (atomic_load_explicit(&s->state, memory_order_relaxed) != live)
+        return vms__fail(EALREADY, "stack %p (id %u) was already freed: double free or stale handle", s->base, s->id);
+    if (kind == VMS_TASK_FIBER && user)
+        return vms__fail(EBUSY, "stack %p belongs to fiber %llu '%s', whose end (and join) gives it back", s->base,
+                         (unsigned long long)s->task.id, s->task.name);
+    if (kind == VMS_TASK_ALTSTACK)
+        vms__hot.ready = false;
+    /* A record taken (bare is 0) is cleared; a bare one is clear already. */
+    if (atomic_load_explicit(&s->bare, memory_order_relaxed) != gen)
+        companion = record_clear(s);
+    atomic_store_explicit(&s->bare, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->state, live - VMS_SLOT_LIVE + VMS_SLOT_FREE, memory_order_release);
+    if (atomic_load_explicit(&vms__g.scrub, memory_order_relaxed)) {
+        size_t used = vms__used_bytes(s->base, r->stack_size);
+        memset(s->base + r->stack_size - used, 0, used);
+    }
+    slot_put(r, s);
+    if (companion)
+        companion_free(companion);
+    return 0;
+}
+
+/*
+ * The hot path: one compare of the handle's generation with the slot's
+ * bare word (bare, as read: live, and its record untouched), the slot marked free by a
+ * plain store after that plain check (no locked instruction; only two
+ * threads freeing the same handle at the same instant could both pass
+ * it, as vmstack.h says), and pushed on the thread's LIFO.  The record of
+ * a bare stack was never written: nothing to clear.
+ */
+static inline int slot_free(struct vms_region *r, struct vms_slot *s, uint32_t gen, uint32_t bare, bool user)
+{
+    struct vms_thread_cache *t = vms__hot.cache;
+    struct thread_lifo *l;
+    uintptr_t n;
+
+    if (__builtin_expect(!t || bare != gen || atomic_load_explicit(&vms__g.scrub, memory_order_relaxed) ||
+                             (n = atomic_load_explicit(&(l = &t->lifo[r->index])->n, memory_order_relaxed)) ==
+                                 THREAD_CACHE,
+                         0))
+        return slot_free_slow(r, s, gen, user);
+    atomic_store_explicit(&s->bare, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->state, (uint64_t)gen << 32 | VMS_SLOT_FREE, memory_order_release);
+    atomic_store_explicit(&l->n, (uint32_t)n + 1, memory_order_relaxed);
+    *(l->slot + n) = s;
+    return 0;
+}
+
+int vms__slot_free(struct vms_region *r, uint32_t idx, uint32_t gen, bool user)
+{
+    return slot_free(r, &r->slots[idx], gen, atomic_load_explicit(&r->slots[idx].bare, memory_order_relaxed), user);
+}
+
+static void companion_free(uint64_t c)
+{
+    uint32_t id = (uint32_t)(c >> 32), idx = id & ((1u << VMS_SLOT_BITS) - 1);
+    struct vms_region *r = vms__g.regions[id >> VMS_SLOT_BITS];
+
+    if (r->slots[idx].task.kind == VMS_TASK_ALTSTACK)
+        atomic_fetch_sub_explicit(&vms__g.altstacks, 1, memory_order_relaxed);
+    vms__slot_free(r, idx, (uint32_t)c, false);
+}
+
+int vms__stack_give(vms_stack *st)
+{
+    return vms__slot_free(vms__g.regions[st->id >> VMS_SLOT_BITS], st->id & ((1u << VMS_SLOT_BITS) - 1), st->gen,
+                          false);
+}
+
+/* vms_stack_free_sp in any region, and of a stack whose record was taken. */
+static __attribute__((noinline)) int free_sp_slow(void *addr)
+{
+    struct vms_region *r;
+    struct vms_slot *s;
+    uint32_t idx, gen;
+    uint64_t state;
+
+    if (!vms__slot_at((uintptr_t)addr, &r, &idx))
+        goto none;
+    s = &r->slots[idx];
+    if ((gen = atomic_load_explicit(&s->bare, memory_order_relaxed)))
+        return slot_free(r, s, gen, gen, true);
+    if ((uint32_t)(state = atomic_load_explicit(&s->state, memory_order_acquire)) == VMS_SLOT_LIVE)
+        return slot_free_slow(r, s, (uint32_t)(state >> 32), true);
+none:
+    return vms__fail(EINVAL, "%p is on no live vmstack stack: foreign pointer, or freed already", addr);
+}
+
+/*
+ * The hot path: in the region of the size this thread last asked for, a
+ * live bare stack, whose generation is its bare word: the fast free's
+ * compare holds by itself.
+ */
+int vms_stack_free_sp(void *addr)
+{
+    struct vms_region *r = vms__hot.r;
+    struct vms_slot *s;
+    uint32_t idx, gen;
+    bool ok;
+
+    if (__builtin_expect(!r || !vms__slot_in(r, (uintptr_t)addr, &idx, &ok) || !ok, 0) ||
+        __builtin_expect(!(gen = atomic_load_explicit(&(s = &r->slots[idx])->bare, memory_order_relaxed)), 0))
+        return free_sp_slow(addr);
+    return slot_free(r, s, gen, gen, true);
 }
 
 int vms_stack_free(vms_stack *st)
 {
-    struct vms_region *r = st ? region_of_id(st->id) : NULL;
-    uint32_t idx = st ? st->id & ((1u << VMS_SLOT_BITS) - 1) : 0;
+    struct vms_region *r;
+    struct vms_slot *s = st ? vms__handle_slot(st, &r) : NULL;
 
-    /* Slots never handed out have no base yet: they fail the comparison. */
-    if (!r || idx >= r->max_slots || r->slots[idx].base != st->base || !st->base || st->size != r->stack_size)
+    if (__builtin_expect(!s, 0))
         return vms__fail(EINVAL, "%p is not a vmstack stack: foreign pointer or corrupted handle",
                          st ? st->base : NULL);
-    return stack_put(r, idx, st);
+    return slot_free(r, s, st->gen, atomic_load_explicit(&s->bare, memory_order_relaxed), true);
 }
 
 /* Empties every CPU's magazine of a region into its pool (waits for a magazine in use). */
@@ -562,7 +713,7 @@ long vms_trim(void)
     long (*hook)(void) = atomic_load(&vms__trim_hook);
     long total = hook ? hook() : 0;
 
-    tcache_flush();
+    tcache_flush(vms__hot.cache);
     for (unsigned i = 0; i < n; i++) {
         struct vms_region *r = vms__g.regions[i];
         drain_caches(r);

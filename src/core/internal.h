@@ -75,7 +75,18 @@ struct vms_task {
 struct vms_slot {
     _Atomic uint64_t state;   /* gen << 32 | VMS_SLOT_* */
     uint32_t next, prev;      /* pool lists, as slot index + 1 (0 = none) */
+    uint32_t id;              /* vms_stack.id: region << 25 | index, kept once guarded, as base is */
     char *base;               /* vms__slot_base(), kept once guarded: no division when handing out */
+    /*
+     * The generation while the stack is live and nobody has taken its
+     * record below (vms__record_take) since it was handed out; 0 once
+     * somebody did, and after the free.  A free whose handle's generation
+     * equals it has nothing to check or clear: a bare stack's record
+     * (vms_stack_alloc, then vms_stack_free) was never written.  One
+     * compare for the state, the kind and the record, off the state word
+     * that the fault handler and the tracer read.
+     */
+    _Atomic uint32_t bare;
     /*
      * Possibly corrupted: another task's overflow jumped its guard and
      * may have written into this stack.  Holds the state word of the
@@ -109,6 +120,8 @@ struct vms_region {
 
     struct vms_magazine *cache;       /* ncpu magazines, cache_stride bytes apart (cache.c) */
     size_t cache_stride;
+    /* UINT64_MAX / chunk_bytes and / slot_size: address -> slot by multiplication (vms__div) */
+    uint64_t chunk_recip, slot_recip;
 
     /* On a cache line of its own: the fields above are read on every allocation, by every CPU. */
     _Alignas(64) pthread_mutex_t lock; /* protects everything below */
@@ -215,11 +228,52 @@ size_t vms__size_class(size_t size);
 /* area.c */
 /* The region of a size (0: the default) and guard (0: the configured one); NULL with *err set. */
 struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err);
+/*
+ * What the hot paths of a thread look at first, in one thread-local
+ * block: the size it last asked for with the configured guard (as guard),
+ * and its region (area.c, vms__region_cached); its LIFOs of free stacks,
+ * and whether it is report-ready (cache.c).
+ */
+struct vms_thread_hot {
+    size_t asked, guard;
+    struct vms_region *r;
+    struct vms_thread_cache *cache;
+    bool ready;
+};
+extern __attribute__((tls_model("initial-exec"))) _Thread_local struct vms_thread_hot vms__hot;
+
+/*
+ * Without a look at the configuration or the regions: the region of the
+ * default size, or of the size this thread asked for last, with the
+ * configured guard; NULL when neither (vms__region_for finds it).
+ */
+static inline struct vms_region *vms__region_cached(size_t size)
+{
+    if (!size)
+        return atomic_load_explicit(&vms__g.default_region, memory_order_acquire);
+    return size == vms__hot.asked && vms__hot.guard == vms__g.cfg.guard_size ? vms__hot.r : NULL;
+}
 int vms__region_grow(struct vms_region *r);
 static inline char *vms__slot_base(const struct vms_region *r, uint32_t idx)
 {
     return r->base + (size_t)(idx / r->chunk_slots) * r->chunk_bytes +
            (size_t)(idx % r->chunk_slots) * r->slot_size + r->guard_size;
+}
+
+/*
+ * n / d and its remainder, for d's recip = UINT64_MAX / d: a multiplication
+ * and at most one correction, no division (the estimate is q or q - 1).
+ */
+static inline uint64_t vms__div(uint64_t n, uint64_t d, uint64_t recip, uint64_t *rem)
+{
+    uint64_t q = (uint64_t)(((unsigned __int128)n * recip) >> 64), r = n - q * d;
+
+    if (r >= d) {
+        q++;
+        r -= d;
+    }
+    *rem = r;
+    return q;
 }
 
 /* Where an address lies, for vms_on_stack and the fault handler. */
@@ -230,6 +284,33 @@ struct vms_loc {
     uint32_t slot;        /* the stack the address (or guard) belongs to */
 };
 void vms__locate(const void *addr, struct vms_loc *loc);
+
+/* vms__slot_at in r: false when addr is not in r's reserve; *ok: whether it names a slot. */
+static inline bool vms__slot_in(struct vms_region *r, uintptr_t a, uint32_t *idx, bool *ok)
+{
+    uint64_t off = a - (uintptr_t)r->base, in, within, chunk, s;
+
+    if (off >= r->reserve) /* below base too: the difference wraps */
+        return false;
+    chunk = vms__div(off, r->chunk_bytes, r->chunk_recip, &in);
+    s = vms__div(in, r->slot_size, r->slot_recip, &within);
+    /* In a guard: only its lowest byte, the top of the stack below (the chunk's first slot has none). */
+    if (within < r->guard_size && (within || s-- == 0)) {
+        *ok = false;
+        return true;
+    }
+    *idx = (uint32_t)(chunk * r->chunk_slots + s);
+    *ok = true;
+    return true;
+}
+
+/*
+ * The slot whose usable bytes hold addr, or whose top addr is: the lowest
+ * byte of the guard above, the next slot's or the chunk's trailing one.
+ * As vms__locate, by multiplications.  Any offset below a reserve names a
+ * slot of the table, one never handed out being UNUSED.  false for none.
+ */
+bool vms__slot_at(uintptr_t a, struct vms_region **rp, uint32_t *idx);
 /*
  * Marks the live stack whose usable bytes hold addr as possibly corrupted,
  * for as long as it stays allocated; nothing for a free stack or an
@@ -248,10 +329,41 @@ static inline struct vms_slot *vms__slot_of_id(uint32_t id)
         return NULL;
     return &vms__g.regions[ri]->slots[idx];
 }
-/* cache.c: vms_stack_alloc with a guard of guard bytes (0: the configured one). */
+/*
+ * cache.c: vms_stack_alloc with a guard of guard bytes (0: the configured
+ * one), for callers that go on to write the stack's record.
+ */
 int vms__stack_alloc(vms_stack *st, size_t size, size_t guard);
+/*
+ * The slot of a handle, checked against the table: its id names a slot
+ * of its base and size; NULL for a forged or foreign one.  Its generation
+ * is not looked at (the caller compares it), nor whether the slot was
+ * ever handed out: one that was not has no base, and state UNUSED.
+ */
+static inline struct vms_slot *vms__handle_slot(const vms_stack *st, struct vms_region **rp)
+{
+    uint32_t ri = st->id >> VMS_SLOT_BITS, idx = st->id & ((1u << VMS_SLOT_BITS) - 1);
+    struct vms_region *r;
+    struct vms_slot *s;
 
-/* The task record of a live stack (NULL for a stale or foreign handle). */
+    /* A region not made yet is NULL.  A true handle came from its region's allocation, after the region. */
+    if (ri >= VMS_MAX_REGIONS || !(r = vms__g.regions[ri]) || idx >= r->max_slots)
+        return NULL;
+    s = &r->slots[idx];
+    /* Slots never handed out have no base yet: a NULL base fails at the generation, as a stale handle. */
+    if (s->base != st->base || st->size != r->stack_size)
+        return NULL;
+    *rp = r;
+    return s;
+}
+
+/* Whoever writes a live stack's record (fiber, thread, altstack, a runtime's settings) says so first. */
+static inline void vms__record_take(struct vms_slot *s)
+{
+    atomic_store_explicit(&s->bare, 0, memory_order_relaxed);
+}
+
+/* The task record of a live stack (NULL for a stale or foreign handle), taken (vms__record_take). */
 struct vms_task *vms__task_of(const vms_stack *st);
 
 /*
@@ -276,6 +388,12 @@ size_t vms__magazine_bytes(unsigned entries);
  */
 int vms__stack_take(struct vms_region *r, vms_stack *st);
 int vms__stack_give(vms_stack *st);
+/*
+ * cache.c: frees slot idx of r, live in generation gen: 0, -EALREADY when
+ * it is not (double free, stale handle), or with user set -EBUSY for a
+ * fiber's stack, which only its fiber's end gives back.
+ */
+int vms__slot_free(struct vms_region *r, uint32_t idx, uint32_t gen, bool user);
 
 /* usage.c */
 size_t vms__used_bytes(const char *base, size_t size);

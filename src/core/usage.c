@@ -8,6 +8,7 @@
 #include "core/internal.h"
 #include "core/sanitizer.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 
 #define PAGES_PER_CALL 256
@@ -98,9 +99,14 @@ size_t vms__used_bytes_top(const char *base, size_t size)
 
 size_t vms_stack_used(const vms_stack *st)
 {
-    vms_stack cur;
+    struct vms_region *r;
+    struct vms_slot *s = vms__handle_slot(st, &r);
 
-    if (!vms_on_stack(st->base, &cur) || cur.gen != st->gen || cur.base != st->base)
+    /* The size too: a forged one would have the whole region after the stack scanned. */
+    if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != ((uint64_t)st->gen << 32 | VMS_SLOT_LIVE)) {
+        errno = EINVAL;
+        vms__fail(EINVAL, "%p is not a live vmstack stack: stale, forged or foreign handle", st->base);
         return 0;
+    }
     return vms__used_bytes(st->base, st->size);
 }

@@ -503,6 +503,7 @@ int vms_fiber_spawn(vms_fiber *h, void *(*fn)(void *), void *arg, const vms_fibe
     if ((rc = stack_get(s, &st, opts->stack_size)))
         return rc;
     slot = &s->region->slots[st.id & ((1u << VMS_SLOT_BITS) - 1)];
+    vms__record_take(slot);
     f = vms__slot_fiber(slot);
     f->stack = st;
     f->owns_stack = true;
