@@ -138,8 +138,12 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
 
     if (!runs_handler(&act))
         return; /* changed since the delivery: the kernel would have run the new action */
-    if (vms__altstack_kernel(NULL, &here) || !(here.ss_flags & SS_ONSTACK)) {
-        /* Not on an alternate stack (none was there): the kernel's frame is where it would be. */
+    /*
+     * Not on an alternate stack (none was there), or interrupting code that
+     * already ran on it (vmstack's own, or a handler): the kernel's frame is
+     * right below that code's, where it would be without the trampoline.
+     */
+    if (vms__altstack_kernel(NULL, &here) || !(here.ss_flags & SS_ONSTACK) || within(&here, vms__uc_sp(uc))) {
         errno = t.errnum;
         if (act.sa_flags & SA_SIGINFO)
             act.sa_sigaction(sig, si, uc);
