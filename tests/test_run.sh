@@ -132,7 +132,7 @@ overflow)
         grep -q "$piece" "$tmp/err" || fail "report lacks '$piece': $(cat "$tmp/err")"
     done
     # The main thread too: its stack from [stack] and RLIMIT_STACK.
-    (ulimit -s 1024; "$vmstack" run -- "$bin/run_overflow" main) > "$tmp/out" 2> "$tmp/err"; rc=$?
+    keeper_run "$tmp/err" sh -c 'ulimit -s 1024; exec "$@"' sh "$vmstack" run -- "$bin/run_overflow" main > "$tmp/out"; rc=$?
     [ "$rc" = 139 ] || fail "main: exit $rc, expected death by SIGSEGV: $(cat "$tmp/err")"
     grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" || fail "main: no report: $(cat "$tmp/err")"
     grep -q "vmstack: thread 'run_overflow' (tid [0-9]*)" "$tmp/err" || fail "main: no thread line: $(cat "$tmp/err")"

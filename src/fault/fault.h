@@ -196,8 +196,8 @@ int vms__modules_begin(void);
 
 /*
  * unwindpipe.c: calls init(arg), in which libunwind initialises itself,
- * with libunwind's pipe2 failing (EMFILE) in the calling thread, so that
- * it opens no pipe.  Takes the loader's lock (dl_iterate_phdr): within
+ * with libunwind's pipe2 failing (EMFILE) from then on, so that it never
+ * opens a pipe.  Takes the loader's lock (dl_iterate_phdr): within
  * the bracket, never in a signal handler.
  */
 void vms__unwind_init_pipeless(void (*init)(void *), void *arg);

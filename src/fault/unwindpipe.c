@@ -4,13 +4,14 @@
  * (it checks an address by writing a byte from it into the pipe), which
  * vmstack's unwinding never uses (it reads memory its own way: unwind.c)
  * and which the program would find open: two descriptors it did not make.
- * So while vmstack initialises libunwind, libunwind's pipe2 fails with
- * EMFILE in that thread: the slot of libunwind's global offset table
- * through which it calls pipe2 points at refuse_pipe2 below for that
- * while, and is put back.  Only libunwind's calls go through that slot,
- * and another thread's get a real pipe; nothing of libc's is replaced for
- * the program, as a pipe2 exported by the library would be, in every
- * program linked with it.  A libunwind linked into the program (cc
+ * So libunwind's pipe2 fails with EMFILE: the slot of libunwind's global
+ * offset table through which it calls pipe2 points at refuse_pipe2 below
+ * from vmstack's first use of libunwind on (libunwind may open its pipe
+ * later, at its first check of an address, in a signal handler), and
+ * libunwind checks addresses without it.  Only libunwind's calls go
+ * through that slot; nothing of libc's is replaced for the program, as a
+ * pipe2 exported by the library would be, in every program linked with
+ * it.  A libunwind linked into the program (cc
  * -static) calls pipe2 directly: its pipe is then made.
  */
 #include "fault/fault.h"
@@ -19,18 +20,13 @@
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-static __thread __attribute__((tls_model("initial-exec"))) bool refusing;
 
 static int refuse_pipe2(int fds[2], int flags)
 {
-    if (refusing) {
-        errno = EMFILE;
-        return -1;
-    }
-    return (int)syscall(SYS_pipe2, fds, flags);
+    (void)fds, (void)flags;
+    errno = EMFILE;
+    return -1;
 }
 
 /* What the search of the loaded objects looks for, and finds. */
@@ -120,18 +116,11 @@ static void set_slot(const struct search *s, void *fn)
 void vms__unwind_init_pipeless(void (*init)(void *), void *arg)
 {
     struct search s = { .in = (uintptr_t)unw_local_addr_space };
-    void *was = NULL;
 
     /* The local address space is a static of libunwind's, wherever the program's copy of the pointer lives. */
     if (s.in)
         dl_iterate_phdr(find_libunwind, &s);
-    if (s.slot) {
-        was = __atomic_load_n(s.slot, __ATOMIC_SEQ_CST);
-        set_slot(&s, (void *)refuse_pipe2);
-    }
-    refusing = true;
-    init(arg);
-    refusing = false;
     if (s.slot)
-        set_slot(&s, was);
+        set_slot(&s, (void *)refuse_pipe2);
+    init(arg);
 }

@@ -163,7 +163,19 @@ __attribute__((no_sanitize_address)) static void on_altstack(void *p, uintptr_t 
     /* Frames of handlers that never returned normally may have left their redzones. */
     __asan_unpoison_memory_region(o->lo, (size_t)(o->hi - o->lo));
 #endif
+    sigset_t all, old;
+
+    /*
+     * A signal delivered here would land on the alternate stack, below
+     * these frames, and the program's handler would take them for the
+     * thread's: its signals wait until the thread is back on its own stack.
+     */
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     o->fn(o->arg, left);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /*
@@ -176,23 +188,11 @@ void vms__trace_on_altstack(void (*fn)(void *, uintptr_t), void *arg)
     struct off_stack o = {fn, arg, vms__altstack_own.lo, vms__altstack_own.hi};
     uintptr_t sp = vms__arch_sp();
 
-    sigset_t all, old;
-
     if (!o.hi || (size_t)(o.hi - o.lo) < ALTSTACK_NEEDED || (sp >= (uintptr_t)o.lo && sp < (uintptr_t)o.hi)) {
         fn(arg, sp - OWN_SLACK); /* in place: what the task wrote right below here may be lost */
         return;
     }
-    /*
-     * A signal delivered meanwhile would land on the alternate stack, below
-     * these frames, and its handler would take them for the thread's: the
-     * program's signals wait until the thread is back on its own stack.
-     */
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
     vms__call_on_stack((void *)((uintptr_t)o.hi & ~(uintptr_t)15), on_altstack, &o);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ---- the process's code, as it is when a scan begins ---- */
