@@ -234,6 +234,10 @@ output)
     "$vmstack" run --output "$tmp/keep" -- "$bin/run_recurse" 10 > /dev/null || fail "run"
     grep -q 'deep_thread' "$tmp/keep" || fail "output file: $(cat "$tmp/keep")"
     [ -z "$(ls "$tmp" | grep tmp)" ] || fail "temporary file left: $(ls "$tmp")"
+    # A file someone made set-user-ID is replaced by one without: the permission bits only.
+    echo old > "$tmp/setid"; chmod 4777 "$tmp/setid"
+    "$vmstack" run --output "$tmp/setid" -- "$bin/run_recurse" 10 > /dev/null || fail "run into a set-id file"
+    [ "$(stat -c %a "$tmp/setid")" = 777 ] || fail "the table's file is mode $(stat -c %a "$tmp/setid"), not 777"
     # Not a regular file: written into, never replaced.
     mkfifo "$tmp/fifo"; cat "$tmp/fifo" > "$tmp/fromfifo" &
     "$vmstack" run --output "$tmp/fifo" -- "$bin/run_recurse" 10 > /dev/null || fail "run into a FIFO"

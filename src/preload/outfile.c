@@ -98,7 +98,7 @@ static mode_t file_mode(const char *path)
     mode_t mask;
 
     if (stat(path, &sb) == 0)
-        return sb.st_mode & 07777;
+        return sb.st_mode & 0777; /* never a set-id bit: another user may have planted the file */
     mask = umask(022); /* read it: there is no other way; put back at once */
     umask(mask);
     return 0666 & ~mask;
