@@ -27,7 +27,7 @@ wrap=()            # what runs before vmstack (and before the plain program): ul
 declare -A secs=([plain]=0 [run]=0 [trace]=0)
 concurrent=""
 timed=yes          # whether the case's wall times mean anything
-keeper=""          # set where the program ends by a signal: its table comes a moment later
+keeper=""          # set where the program ends without exit handlers (a signal, exit_group): its table comes a moment later
 
 # run1 MODE NAME CMD...: CMD plain or under vmstack MODE, into NAME.MODE.{out,err,rc,time};
 # the table into NAME.MODE.table.  Adds the wall time to secs[MODE].
@@ -263,6 +263,7 @@ rust_overflow)
     ;;
 go_cgo)
     need /usr/bin/go gcc
+    keeper=yes # os.Exit is a raw exit_group: the keeper makes the table
     # Offline and self-contained: a fresh build cache, no module download.
     GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GOFLAGS= GOPROXY=off GO111MODULE=off CGO_ENABLED=1 \
         /usr/bin/go build -o "$tmp/cgo" "$src/cgo.go" > "$tmp/go.err" 2>&1 || fail "go build: $(cat "$tmp/go.err")"
