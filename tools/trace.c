@@ -160,6 +160,15 @@ static int parse(int argc, char **argv, struct trace_args *a)
     return check_args(a);
 }
 
+/* The copies on_option made ("--name=value"; the other options are literals), then the array. */
+static void args_free(struct trace_args *a)
+{
+    for (int i = 1; a->run_argv && i < a->run_argc && strcmp(a->run_argv[i], "--"); i++)
+        if (strchr(a->run_argv[i], '='))
+            free(a->run_argv[i]);
+    free(a->run_argv);
+}
+
 int cmd_trace(int argc, char **argv)
 {
     struct trace_args a = {0};
@@ -168,11 +177,11 @@ int cmd_trace(int argc, char **argv)
     int rc;
 
     /* A wrapper's own failures are 125, as run's (see run.c). */
-    if ((rc = parse(argc, argv, &a)))
-        return 125;
-    if (a.help) {
-        help();
-        return CMD_OK;
+    if ((rc = parse(argc, argv, &a)) || a.help) {
+        if (!rc)
+            help();
+        args_free(&a);
+        return rc ? 125 : CMD_OK;
     }
     if (a.warn_frame)
         vms__parse_size(a.warn_frame, &frame);
@@ -182,7 +191,10 @@ int cmd_trace(int argc, char **argv)
         setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1) ||
         setenv("VMSTACK_TRACE_MAX_TASKS", a.max_tasks ? a.max_tasks : "0", 1)) {
         cmd_say("vmstack trace: out of memory for the environment\n");
+        args_free(&a);
         return 125;
     }
-    return cmd_run(a.run_argc, a.run_argv);
+    rc = cmd_run(a.run_argc, a.run_argv);
+    args_free(&a);
+    return rc;
 }
