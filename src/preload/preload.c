@@ -22,6 +22,8 @@
  * guard asked for where its real one is larger (arm64's 64 KiB minimum),
  * and a program that takes the guard size off the stack it reads back
  * (older JVMs do) must not lose vmstack's guard from its own stack.
+ * The main thread's stack is glibc's answer without trace's tripwires
+ * (mainattr.c).
  *
  * The real pthread calls are found with dlsym(RTLD_NEXT) on first use, not
  * only in the constructor: another library's constructor may create a
@@ -489,9 +491,13 @@ VMS_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
     int rc;
 
     resolve();
-    if ((rc = real_getattr(t, attr)) || vms__thread_of(t, &st) == 0 || !vms_on_stack((void *)t, &st) ||
-        !(task = vms__task_of(&st)))
+    if ((rc = real_getattr(t, attr)))
         return rc;
+    if (vms__thread_of(t, &st) == 0 || !vms_on_stack((void *)t, &st) || !(task = vms__task_of(&st))) {
+        if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
+            vms__main_attr_untrace(attr);
+        return 0;
+    }
     pthread_attr_setstack(attr, st.base, task->size ? task->size : st.size);
     pthread_attr_setguardsize(attr, task->owner ? ((struct run_thread *)task->owner)->guard_asked : st.guard_size);
     if (task->detached)

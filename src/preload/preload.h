@@ -196,4 +196,7 @@ int vms__tramp_sigaction(int sig, const struct sigaction *act, struct sigaction 
 /* The handlers already installed, put behind the trampoline. */
 void vms__tramp_start(int (*real)(int, const struct sigaction *, struct sigaction *));
 
+/* Undoes what a tripwire in mprotect mode cut off glibc's answer for the main thread's stack. */
+void vms__main_attr_untrace(pthread_attr_t *attr);
+
 #endif

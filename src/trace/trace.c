@@ -596,6 +596,14 @@ static struct task *wire_owner(uintptr_t addr, uintptr_t *wire)
     return NULL;
 }
 
+/* Whether addr is in a tripwire window (or one being removed): a mapping of ours, not the program's. */
+bool vms__trace_holds(uintptr_t addr)
+{
+    uintptr_t wire;
+
+    return wire_owner(addr, &wire) != NULL;
+}
+
 /*
  * A signal whose frame would have overlapped the tripwire: the kernel could
  * not deliver it and sent SIGSEGV (SI_KERNEL, no address) instead.  The

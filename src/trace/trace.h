@@ -33,6 +33,13 @@ extern _Atomic int vms__trace_armed;
  */
 bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc);
 
+/*
+ * Whether addr is in a tripwire window.  In mprotect mode a window splits
+ * the stack's mapping in /proc/self/maps, where glibc finds the main
+ * thread's stack (mainattr.c).
+ */
+bool vms__trace_holds(uintptr_t addr);
+
 struct vms_trace_opts {
     size_t warn_frame;   /* report frames above this many bytes; 0: off */
     unsigned warn_depth; /* warn when a task passes this % of its stack; 0: off */
