@@ -173,6 +173,26 @@ void vms__run_ended(struct run_thread *t)
  * thread's stack half zeroed.  Zeroing only what was used keeps it cheap,
  * and a stack that goes back to the kernel comes back zero-filled anyway.
  */
+#define ZERO_BY_RELEASE ((size_t)1 << 20) /* more used than this: its whole pages are given back instead */
+
+/*
+ * Zeroes [p, p + n): a deep thread's whole pages go back to the kernel,
+ * which refills them with zeros when they are touched again, rather than
+ * being written (36 MB deep: milliseconds, and memory the program no
+ * longer holds).
+ */
+static void zero_used(char *p, size_t n)
+{
+    uintptr_t pg = vms__g.page, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
+
+    if (n < ZERO_BY_RELEASE || vms__os_release((void *)lo, hi - lo)) {
+        memset(p, 0, n);
+        return;
+    }
+    memset(p, 0, lo - (uintptr_t)p);
+    memset((void *)hi, 0, (uintptr_t)p + n - hi);
+}
+
 void vms__run_released(vms_stack *st)
 {
     struct vms_task *task = vms__task_of(st);
@@ -182,7 +202,7 @@ void vms__run_released(vms_stack *st)
 
     /* A gone thread's stack: valgrind holds it inaccessible, and zeroing it is no error. */
     vms__san_quiet_begin();
-    memset(top - used, 0, used);
+    zero_used(top - used, used);
     vms__san_quiet_end();
     if (!t)
         return;
