@@ -172,9 +172,23 @@ struct vms_unwind {
     const ucontext_t *uc;
     pid_t pid;
     uintptr_t pages[PAGES_KNOWN]; /* readable pages seen, by page number modulo PAGES_KNOWN */
+    uintptr_t live_lo, live_hi;   /* read without a check: see vms__unwind_live */
 };
 void vms__unwind_prepare(void);
 int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc);
+/* The same with libunwind's cache of parsed frames (unwind.c says when that is safe). */
+int vms__unwind_init_cached(struct vms_unwind *u, const ucontext_t *uc);
+/*
+ * [lo, hi) is the interrupted task's own stack from its stack pointer up:
+ * its live frames, which it could not return through were a page of them
+ * unreadable.  Words there are read without asking the kernel first (a
+ * stack tens of megabytes deep is thousands of pages).
+ */
+void vms__unwind_live(struct vms_unwind *u, uintptr_t lo, uintptr_t hi);
+/* The loader's count of unloaded modules when vms__unwind_init_cached last looked. */
+unsigned long long vms__unwind_unloads(void);
+/* The dynamic loader's counts of modules loaded and unloaded so far (dl_phdr_info). */
+void vms__modules_counts(unsigned long long *adds, unsigned long long *subs);
 /*
  * Around every use of libunwind: fork waits for no thread to be inside
  * it.  begin returns NULL, or why nothing may be unwound now (a fork is

@@ -474,6 +474,15 @@ static int count_changes(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+void vms__modules_counts(unsigned long long *adds, unsigned long long *subs)
+{
+    unsigned long long v[2] = {0, 0};
+
+    dl_iterate_phdr(count_changes, v);
+    *adds = v[0];
+    *subs = v[1];
+}
+
 int vms__symbols_snapshot(void)
 {
     unsigned long long changes[2] = {0, 0};
@@ -484,7 +493,7 @@ int vms__symbols_snapshot(void)
     pthread_mutex_lock(&snapshot_lock);
     if ((rc = vms__modules_begin()))
         goto unlock; /* the last snapshot stays */
-    dl_iterate_phdr(count_changes, changes);
+    vms__modules_counts(&changes[0], &changes[1]);
     if (changes[0] == seen_adds && changes[1] == seen_subs)
         goto out;
     if (!(b.t = map_fresh(bytes))) {

@@ -12,12 +12,12 @@
  * two: registers come from the interrupted context, and memory is read
  * through read_word below, which asks process_vm_readv (a system call
  * that answers EFAULT where a read would fault: guard pages, unmapped
- * memory) once per page and remembers PAGES_KNOWN pages that answered,
+ * memory) once per PROBE_PAGES pages and remembers PAGES_KNOWN pages that answered,
  * in a direct-mapped cache: a lookup in a large binary's unwind table
  * reads a dozen pages of its binary search, the same ones for every
  * frame of a recursion, which a short round-robin list evicted each time
  * (a traced V8 made three million system calls).  That is one system
- * call per new page, as libunwind's check costs (it makes two or three).
+ * call per new page at most, as libunwind's check costs (it makes two or three).
  * The pipe libunwind would open at its initialisation is refused
  * (unwindpipe.c), so no descriptor of ours is ever open.
  *
@@ -47,6 +47,8 @@
 #include <unistd.h>
 
 static unw_addr_space_t space;    /* ours; NULL until prepared */
+static unw_addr_space_t cached;   /* the same, with libunwind's per-thread cache of parsed frames */
+static unsigned long long unloads; /* the loader's count of unloaded modules when `cached` was last flushed */
 static bool on_valgrind;
 static _Atomic int inside;        /* threads between begin and end */
 static _Atomic bool forking;
@@ -54,31 +56,44 @@ static _Atomic pid_t forker;      /* the thread that set forking */
 
 /* ---- memory ---- */
 
-/* Whether the page at page can be read: the kernel copies one byte of it for us. */
-static bool page_readable(const struct vms_unwind *u, uintptr_t page)
-{
-    char byte;
-    struct iovec local = {&byte, 1}, remote = {(void *)page, 1};
-    long n = syscall(SYS_process_vm_readv, u->pid, &local, 1UL, &remote, 1UL, 0UL);
+#define PROBE_PAGES 16 /* pages asked about at once, upwards: an unwinder walks up the stack */
 
+/*
+ * How many pages from page upwards can be read, at most PROBE_PAGES: the
+ * kernel copies one byte of each, in one call, and stops at the first
+ * that cannot be read.
+ */
+static unsigned readable_pages(const struct vms_unwind *u, uintptr_t page)
+{
+    char bytes[PROBE_PAGES];
+    struct iovec local = {bytes, sizeof bytes}, remote[PROBE_PAGES];
+    uintptr_t pg = vms__g.page;
+    unsigned k = 0;
+    long n;
+
+    for (; k < PROBE_PAGES && page + k * pg >= page; k++)
+        remote[k] = (struct iovec){(void *)(page + k * pg), 1};
+    n = syscall(SYS_process_vm_readv, u->pid, &local, 1UL, remote, (unsigned long)k, 0UL);
     /* Refused by a sandbox (EPERM, ENOSYS): read anyway; a fault comes back to the nested-fault jump. */
-    return n == 1 || (n < 0 && errno != EFAULT && errno != ESRCH);
+    if (n < 0)
+        return errno != EFAULT && errno != ESRCH;
+    return (unsigned)n;
 }
 
 static bool known_readable(struct vms_unwind *u, uintptr_t addr)
 {
-    uintptr_t page = addr & ~(uintptr_t)(vms__g.page - 1);
+    uintptr_t pg = vms__g.page, page = addr & ~(pg - 1);
+    unsigned n;
 
     /* Page 0 first: the cache's empty entries are 0 too. */
     if (!page)
         return false;
-    uintptr_t *slot = &u->pages[page / vms__g.page % PAGES_KNOWN];
-
-    if (*slot == page)
+    if (u->pages[page / pg % PAGES_KNOWN] == page)
         return true;
-    if (!page_readable(u, page))
+    if (!(n = readable_pages(u, page)))
         return false;
-    *slot = page;
+    for (unsigned i = 0; i < n; i++)
+        u->pages[(page / pg + i) % PAGES_KNOWN] = page + i * pg;
     return true;
 }
 
@@ -99,7 +114,8 @@ __attribute__((no_sanitize_address)) static int read_word(struct vms_unwind *u, 
         return syscall(SYS_process_vm_readv, u->pid, &local, 1UL, &remote, 1UL, 0UL) == sizeof *val ? 0
                                                                                                : -UNW_EINVAL;
     }
-    if (!known_readable(u, addr) || !known_readable(u, addr + sizeof *val - 1))
+    if ((addr < u->live_lo || addr + sizeof *val > u->live_hi) &&
+        (!known_readable(u, addr) || !known_readable(u, addr + sizeof *val - 1)))
         return -UNW_EINVAL;
     *val = ((const volatile struct any_word *)addr)->v;
     return 0;
@@ -181,7 +197,11 @@ void vms__unwind_prepare(void)
 #if UNW_VERSION >= UNW_VERSION_CODE(1, 7)
         acc.ptrauth_insn_mask = ptrauth_insn_mask;
 #endif
-        unw_addr_space_t as = unw_create_addr_space(&acc, 0);
+        unw_addr_space_t as = unw_create_addr_space(&acc, 0), as_cached = unw_create_addr_space(&acc, 0);
+        if (as_cached) {
+            unw_set_caching_policy(as_cached, UNW_CACHE_GLOBAL);
+            __atomic_store_n(&cached, as_cached, __ATOMIC_RELEASE);
+        }
         if (as) {
             unw_set_caching_policy(as, UNW_CACHE_NONE);
             __atomic_store_n(&space, as, __ATOMIC_RELEASE);
@@ -192,17 +212,56 @@ void vms__unwind_prepare(void)
         unw_step(&u.c);
 }
 
-int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc)
+static int init_in(unw_addr_space_t as, struct vms_unwind *u, const ucontext_t *uc)
 {
-    unw_addr_space_t as = __atomic_load_n(&space, __ATOMIC_ACQUIRE);
-
     if (!as)
         return -UNW_EUNSPEC;
     u->uc = uc;
     u->pid = (pid_t)syscall(SYS_getpid);
     for (unsigned i = 0; i < PAGES_KNOWN; i++)
         u->pages[i] = 0;
+    u->live_lo = u->live_hi = 0;
     return unw_init_remote(&u->c, as, u);
+}
+
+int vms__unwind_init(struct vms_unwind *u, const ucontext_t *uc)
+{
+    return init_in(__atomic_load_n(&space, __ATOMIC_ACQUIRE), u, uc);
+}
+
+/*
+ * With libunwind's cache of parsed frames: a hit skips the lookup of the
+ * frame's module and the parsing of its call-frame information, so a
+ * recursion's frames cost a fraction of a microsecond each.  The cache
+ * is under a lock (Debian's libunwind has no per-thread one), taken with
+ * every signal blocked: for the tracer, whose reads never fault
+ * (read_word checks every page but the task's live frames), so that no
+ * fault can leave the lock held.  A cached rule is stale once its module is unloaded (another may
+ * be loaded at the same addresses): the cache is flushed when the
+ * loader's count of unloads moved.
+ */
+int vms__unwind_init_cached(struct vms_unwind *u, const ucontext_t *uc)
+{
+    unw_addr_space_t as = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    unsigned long long adds, subs;
+
+    if (as) {
+        vms__modules_counts(&adds, &subs);
+        if (__atomic_exchange_n(&unloads, subs, __ATOMIC_ACQ_REL) != subs)
+            unw_flush_cache(as, 0, 0);
+    }
+    return init_in(as, u, uc);
+}
+
+unsigned long long vms__unwind_unloads(void)
+{
+    return __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
+}
+
+void vms__unwind_live(struct vms_unwind *u, uintptr_t lo, uintptr_t hi)
+{
+    u->live_lo = lo;
+    u->live_hi = hi;
 }
 
 /* ---- the bracket ---- */

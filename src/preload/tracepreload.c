@@ -119,6 +119,12 @@ VMS_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     sigset_t copy;
 
+    if (vms__trace_unwinding()) {
+        /* libunwind, in the tripwire handler: all is blocked, and stays so until its sigreturn. */
+        if (old)
+            sigfillset(old);
+        return 0;
+    }
     resolve_sigmask();
     if (!real_sigprocmask) {
         errno = EINVAL;

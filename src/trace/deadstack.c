@@ -532,12 +532,38 @@ static bool rule_locked(struct dead *d, uintptr_t pc, struct rule *r)
     return ok;
 }
 
+/*
+ * The rules looked up last, direct-mapped by pc, under the lock: a
+ * recursion's frames share their return address, and libdw's lookup of
+ * a frame costs microseconds, so a scan of a stack tens of megabytes deep
+ * would take a second without them.  Emptied when the modules are
+ * reported again, as the session's own answers are then.
+ */
+#define RULES_KNOWN 64
+
+static struct {
+    uintptr_t pc;
+    bool ok;
+    struct rule r;
+} rules[RULES_KNOWN];
+
 static bool rule_at(struct dead *d, uintptr_t pc, struct rule *r)
 {
-    bool ok;
+    unsigned i = (unsigned)((pc ^ pc >> 6) % RULES_KNOWN);
+    bool ok, refreshed = d->refreshed;
 
     pthread_mutex_lock(&lock);
-    ok = rule_locked(d, pc, r);
+    if (pc && rules[i].pc == pc) {
+        *r = rules[i].r;
+        ok = rules[i].ok;
+    } else {
+        ok = rule_locked(d, pc, r);
+        if (d->refreshed != refreshed)
+            memset(rules, 0, sizeof rules);
+        rules[i].pc = pc;
+        rules[i].ok = ok;
+        rules[i].r = *r;
+    }
     pthread_mutex_unlock(&lock);
     return ok;
 }
@@ -643,12 +669,20 @@ static bool put(struct dead *d, uintptr_t ip, uintptr_t sp)
     return true;
 }
 
-/* The recorded frame at sp, or -1. */
+/* The recorded frame at sp, or -1: the chain's stack pointers fall from the outermost frame in. */
 static long rec_at(const struct dead *d, uintptr_t sp)
 {
-    for (uint32_t m = 0; m < d->nrec; m++)
+    uint32_t lo = 0, hi = d->nrec;
+
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
         if (d->rec[m].sp == sp)
             return m;
+        if (d->rec[m].sp > sp)
+            lo = m + 1;
+        else
+            hi = m;
+    }
     return -1;
 }
 

@@ -85,12 +85,22 @@
 #define MAX_FRAMES ((size_t)1 << 20)
 #define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
 #define WARN_MAX 64            /* distinct functions reported by --warn-frame */
+#define STEP_FROM ((uintptr_t)256 << 10) /* deeper than this, the windows are spaced (next_top) */
+#define STEP_SHIFT 3           /* by an eighth of the depth */
 #define WINDOW_MIN ((size_t)64 << 10) /* a stack with a smaller guard (glibc's 4 KiB) still gets this window */
 /* A signal frame with this machine's vector state (vms__g.sigframe, once initialised). */
 #define SIGFRAME_ROOM ((uintptr_t)(vms__g.sigframe ? vms__g.sigframe : VMS_SIGFRAME_MIN))
-#define NEW_FRAMES 256         /* frames unwound before the shared part is found (see record) */
 
 enum { FREE = 0, BUSY, LIVE };
+
+#define CFI_KNOWN 32             /* instruction pointers whose call-frame information was looked up */
+
+/* Whether code has call-frame information, for the ips looked up last (has_cfi). */
+struct cfi_known {
+    uint32_t bits;               /* bit i: ip[i] has call-frame information */
+    uintptr_t ip[CFI_KNOWN];     /* direct-mapped by address */
+    unsigned long long unloads;  /* the loader's count of unloaded modules when they were */
+};
 
 /* A traced task.  The handler reaches its own through `self`, others' by scanning. */
 struct task {
@@ -106,20 +116,13 @@ struct task {
     struct vms_task who;
     struct vms_trace_frame *buf; /* the deepest chain; cap entries, mmap'd */
     size_t cap;
-    /*
-     * The handler's scratch for the frames a fault unwinds before they meet
-     * the last chain: NEW_FRAMES entries after buf's, in the same mapping.
-     * On the handler's stack it would make record's frame larger than the
-     * 4 KiB every function on the fault path keeps to; only the thread that
-     * runs the task unwinds it, so one per task is enough.
-     */
-    struct vms_trace_frame *seen;
     _Atomic unsigned seq;        /* odd while buf is written */
     uint32_t n;
     uint64_t faults;
     bool inner_ret;              /* buf[n - 1].ip is a return address, not a faulting ip */
     bool cut;                    /* buf[0]'s code has no call-frame information: its callers are unknown */
     bool depth_warned, lost, signal_lost;
+    struct cfi_known cfi;        /* for the faults of the thread that runs it, one at a time */
 };
 
 #define TASK_BODY offsetof(struct task, wire)
@@ -144,6 +147,7 @@ static _Atomic unsigned long untraced; /* tasks that found no free record: they 
 static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
 static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
+static TLS_IE bool unwinding;     /* in record: every signal is blocked (the handler's mask) */
 /*
  * Windows taken away so far, counted before they stop being known; and
  * this thread's last fault in no known window, with the count then (see
@@ -228,6 +232,31 @@ static void move_done(struct task *t)
 }
 
 /*
+ * Where the next window ends, below `used`.  Down to STEP_FROM deep, right
+ * below its page.  Deeper, an eighth of the depth so far lower, in whole
+ * pages, so that a stack that goes N bytes deep faults O(log N) times, not
+ * once a page (36 MB deep: 9,000 faults became 100).  The frames in between
+ * are unwound at the next fault (they are on the stack then, above it),
+ * and those below the last one come from the dead-stack scan; where later
+ * calls overwrote them there, the chain says it is partial (a recursion
+ * whose every return calls something).  Never past the --warn-depth mark
+ * before it was passed: that warning comes from a fault.
+ */
+static uintptr_t next_top(const struct task *t, uintptr_t used)
+{
+    uintptr_t pg = vms__g.page, top = page_floor(used), depth = t->hi - used;
+    uintptr_t gap = depth > STEP_FROM ? (depth >> STEP_SHIFT) & ~(pg - 1) : 0, mark = 0;
+
+    if (opts.warn_depth && !t->depth_warned)
+        mark = page_floor(t->hi - (t->hi - t->lo) / 100 * opts.warn_depth);
+    if (top - t->lo <= gap + 2 * pg)
+        return top;
+    if (mark && mark < top && mark > top - gap)
+        return mark;
+    return top - gap;
+}
+
+/*
  * Moves t's window from the one ending at old to below `used` (the lowest
  * byte known touched), at least one page down; none once nothing is left
  * above the stack's bottom page: the real guard below takes over.  One
@@ -240,7 +269,7 @@ static void move_done(struct task *t)
  */
 static void wire_move(struct task *t, uintptr_t old, uintptr_t used)
 {
-    uintptr_t pg = vms__g.page, next = page_floor(used), now;
+    uintptr_t pg = vms__g.page, next = next_top(t, used), now;
 
     if (next >= old)
         next = old - pg;
@@ -302,7 +331,6 @@ static bool callers_intact(const struct task *t, uint32_t m)
     return true;
 }
 
-#define CFI_KNOWN 32             /* instruction pointers whose call-frame information was looked up */
 
 /* Unwinding state: the libunwind cursor and the last stack pointer seen. */
 struct walk {
@@ -311,8 +339,7 @@ struct walk {
     bool first;
     bool guessed;                /* the last frame's code has no call-frame information: the next is a guess */
     bool cut;                    /* the chain ended at such a frame, its callers unknown */
-    uint32_t cfi;                /* bit i: cfi_ip[i] has call-frame information */
-    uintptr_t cfi_ip[CFI_KNOWN]; /* direct-mapped by address */
+    struct cfi_known *cfi;       /* its task's */
 };
 
 /*
@@ -326,20 +353,22 @@ struct walk {
  * steps per fault, none matching the last chain.  libunwind's x86-64
  * answers a made-up one-byte procedure there instead of an error.  The
  * lookup costs as much as a step, and a recursion's frames share a return
- * address: the answers are remembered for the walk.
+ * address: the answers are remembered for the task's next faults, until
+ * a module is unloaded.
  */
 static bool has_cfi(struct walk *w, uintptr_t ip)
 {
     unsigned i = (unsigned)((ip ^ ip >> 7) % CFI_KNOWN);
+    struct cfi_known *k = w->cfi;
     unw_proc_info_t pi;
     bool cfi;
 
-    if (w->cfi_ip[i] == ip)
-        return w->cfi >> i & 1;
+    if (k->ip[i] == ip)
+        return k->bits >> i & 1;
     cfi = unw_get_proc_info(&w->u.c, &pi) == 0 &&
           !(pi.format == UNW_INFO_FORMAT_DYNAMIC && pi.end_ip == pi.start_ip + 1);
-    w->cfi_ip[i] = ip;
-    w->cfi = (w->cfi & ~(1u << i)) | (uint32_t)cfi << i;
+    k->ip[i] = ip;
+    k->bits = (k->bits & ~(1u << i)) | (uint32_t)cfi << i;
     return cfi;
 }
 
@@ -371,38 +400,49 @@ static bool walk_next(struct walk *w, struct vms_trace_frame *f)
     return true;
 }
 
-/* The whole chain into buf, innermost first (as unwound), then turned around. */
-static uint32_t record_all(struct task *t, struct walk *w, const struct vms_trace_frame *seen, uint32_t k)
+static void reverse(struct vms_trace_frame *f, uint32_t n)
 {
-    uint32_t n = 0;
+    for (uint32_t i = 0; i < n / 2; i++) {
+        struct vms_trace_frame x = f[i];
+        f[i] = f[n - 1 - i];
+        f[n - 1 - i] = x;
+    }
+}
 
-    for (; n < k; n++)
-        t->buf[n] = seen[n];
+/* The whole chain into buf, whose first k frames are unwound already: innermost first, then turned around. */
+static uint32_t record_all(struct task *t, struct walk *w, uint32_t k)
+{
+    uint32_t n = k;
+
     while (n < t->cap && walk_next(w, &t->buf[n]))
         n++;
-    for (uint32_t i = 0; i < n / 2; i++) {
-        struct vms_trace_frame x = t->buf[i];
-        t->buf[i] = t->buf[n - 1 - i];
-        t->buf[n - 1 - i] = x;
-    }
+    reverse(t->buf, n);
     return n;
 }
 
 /*
  * Unwinds the interrupted context into t->buf: the new deepest chain.
  * Returns the index of its first frame that was not in the last chain.
+ * The new frames are unwound into the room after the last chain, as many
+ * as there are (a window a quarter of the depth below the last one has
+ * thousands of frames above it), until one is the last chain's.
  */
 static uint32_t record(struct task *t, ucontext_t *uc)
 {
-    struct vms_trace_frame *seen = t->seen;
-    struct walk w = {.hi = t->hi, .first = true};
-    uint32_t k = 0, base = 0, n = 0;
+    struct vms_trace_frame *seen = t->buf + t->n;
+    struct walk w = {.hi = t->hi, .first = true, .cfi = &t->cfi};
+    uint32_t room = (uint32_t)(t->cap - t->n), k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
-    bool unwinding = !vms__unwind_begin();
-    bool ok = unwinding && vms__unwind_init(&w.u, uc) == 0;
+    bool ok_bracket = !vms__unwind_begin();
+    bool ok = ok_bracket && vms__unwind_init_cached(&w.u, uc) == 0;
 
+    if (vms__uc_sp(uc) >= t->lo && vms__uc_sp(uc) < t->hi)
+        vms__unwind_live(&w.u, vms__uc_sp(uc), t->hi);
+    if (t->cfi.unloads != vms__unwind_unloads())
+        t->cfi = (struct cfi_known){.unloads = vms__unwind_unloads()};
+    unwinding = true;
     write_begin(t);
-    while (ok && k < NEW_FRAMES && walk_next(&w, &seen[k])) {
+    while (ok && k < room && walk_next(&w, &seen[k])) {
         while (m >= 0 && t->buf[m].sp < seen[k].sp)
             m--;
         if (k > 0 && m >= 0 && t->buf[m].sp == seen[k].sp && t->buf[m].ip == seen[k].ip &&
@@ -412,11 +452,13 @@ static uint32_t record(struct task *t, ucontext_t *uc)
         }
         k++;
     }
-    if (k == NEW_FRAMES) {
-        n = record_all(t, &w, seen, k);
+    if (ok && k == room) { /* no room left: the whole chain again, from the start of buf */
+        memmove(t->buf, seen, k * sizeof *seen);
+        n = record_all(t, &w, k);
     } else {
-        for (n = base; n - base < k && n < t->cap; n++)
-            t->buf[n] = seen[k - 1 - (n - base)];
+        reverse(seen, k);
+        memmove(t->buf + base, seen, k * sizeof *seen);
+        n = base + k;
     }
     if (!base) /* else the outer frames, and where they end, are the last chain's */
         t->cut = w.cut;
@@ -426,7 +468,8 @@ static uint32_t record(struct task *t, ucontext_t *uc)
     t->inner_ret = false;
     t->faults++;
     write_end(t);
-    if (unwinding)
+    unwinding = false;
+    if (ok_bracket)
         vms__unwind_end();
     return base;
 }
@@ -594,6 +637,11 @@ static struct task *wire_owner(uintptr_t addr, uintptr_t *wire)
             return t;
     }
     return NULL;
+}
+
+bool vms__trace_unwinding(void)
+{
+    return unwinding;
 }
 
 /* Whether addr is in a tripwire window (or one being removed): a mapping of ours, not the program's. */
@@ -840,12 +888,12 @@ static int task_open(char *lo, char *hi, bool grows, size_t guard, const struct 
     frames = (size_t)(hi - lo) / sizeof(void *);
     if (frames > MAX_FRAMES)
         frames = MAX_FRAMES;
-    if (!(buf = vms__os_alloc((frames + NEW_FRAMES) * sizeof *t->buf))) {
+    if (!(buf = vms__os_alloc(frames * sizeof *t->buf))) {
         atomic_store_explicit(&t->state, FREE, memory_order_release);
         return vms__fail(ENOMEM, "no memory for a traced task's chain buffer");
     }
     fresh = (struct task){.lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .window = window_for(guard), .grows = grows,
-                          .who = *who, .buf = buf, .cap = frames, .seen = (struct vms_trace_frame *)buf + frames};
+                          .who = *who, .buf = buf, .cap = frames};
     /*
      * Everything but the state, which stays BUSY until task_start: a store
      * of the whole record may zero it first (FREE), and a record seen FREE
@@ -1066,7 +1114,7 @@ static void task_close(struct task *t, uintptr_t sp)
     atomic_store_explicit(&t->state, BUSY, memory_order_seq_cst);
     while (atomic_load_explicit(&t->readers, memory_order_seq_cst))
         sched_yield();
-    munmap(t->buf, (t->cap + NEW_FRAMES) * sizeof *t->buf);
+    munmap(t->buf, t->cap * sizeof *t->buf);
     atomic_store_explicit(&t->state, FREE, memory_order_release);
 }
 

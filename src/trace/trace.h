@@ -40,6 +40,13 @@ bool vms__trace_fault(const siginfo_t *si, ucontext_t *uc);
  */
 bool vms__trace_holds(uintptr_t addr);
 
+/*
+ * Whether this thread is unwinding in the tripwire handler, where every
+ * signal is blocked already: libunwind's own sigprocmask calls around
+ * its locks (two system calls a frame) need not be made (tracepreload.c).
+ */
+bool vms__trace_unwinding(void);
+
 struct vms_trace_opts {
     size_t warn_frame;   /* report frames above this many bytes; 0: off */
     unsigned warn_depth; /* warn when a task passes this % of its stack; 0: off */

@@ -120,6 +120,7 @@ double bench_burst_worker(long arg); /* stacks in all * 1024 + burst size */
 double bench_scale_ceiling_worker(long max);
 double bench_run_worker(long threads);
 double bench_trace_worker(long rounds); /* bench_trace.c */
+double bench_trace_deep_worker(long descents); /* bench_trace.c */
 
 /*
  * ---- plots (--plot DIR): the same measurements as the table and JSON ----

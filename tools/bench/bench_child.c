@@ -34,6 +34,7 @@ static const struct worker workers[] = {
     { "ceiling", bench_scale_ceiling_worker },
     { "runload", bench_run_worker },
     { "traceload", bench_trace_worker }, /* bench trace */
+    { "tracedeep", bench_trace_deep_worker }, /* bench trace */
 };
 
 static const struct worker *find_worker(const char *name)

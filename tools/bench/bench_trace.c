@@ -15,12 +15,18 @@
  * A one-second program hides what tracing costs once per process (loading
  * the library, the report at exit): trace_startup_overhead is the same
  * ratio for the program doing no rounds at all, which exits at once.
+ *
+ * trace_deep_overhead is the same ratio for a thread with a 64 MiB stack
+ * that recurses 36 MB deep, three times ('--child tracedeep'): what the
+ * tripwires cost as a stack grows deep (their number grows with the log
+ * of the depth), with the chain of 34,000 frames at the end.
  */
 #include "bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +59,43 @@ double bench_trace_worker(long rounds)
     for (long r = 0; r < rounds; r++)
         x += descend(DEPTH, x + (unsigned long)r);
     BENCH_KEEP(x);
+    return bench_now_ns() - t0;
+}
+
+#define DEEP_STACK ((size_t)64 << 20)
+#define DEEP_BYTES 36000000L
+#define DEEP_FRAME 1040 /* bytes a level of deep() takes: its 1000-byte array, the return address and alignment */
+
+static __attribute__((noinline)) long deep(long n)
+{
+    volatile char buf[1000];
+
+    buf[0] = (char)n;
+    /* Used after the call: no tail call. */
+    return n ? deep(n - 1) + buf[0] : buf[0];
+}
+
+static void *deep_thread(void *arg)
+{
+    long descents = *(long *)arg, x = 0;
+
+    for (long i = 0; i < descents; i++)
+        x += deep(DEEP_BYTES / DEEP_FRAME);
+    BENCH_KEEP(x);
+    return NULL;
+}
+
+double bench_trace_deep_worker(long descents)
+{
+    double t0 = bench_now_ns();
+    pthread_attr_t a;
+    pthread_t t;
+
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, DEEP_STACK);
+    if (pthread_create(&t, &a, deep_thread, &descents) || pthread_join(t, NULL))
+        return -1;
+    pthread_attr_destroy(&a);
     return bench_now_ns() - t0;
 }
 
@@ -91,6 +134,21 @@ static double run_variant(void *arg, long iters)
     return total;
 }
 
+static double run_deep(void *arg, long iters)
+{
+    double total = 0;
+
+    for (long i = 0; i < iters; i++) {
+        double ns = run_once(arg, 3);
+        if (ns < 0) {
+            fprintf(stderr, "vmstack bench trace: the deep recursion failed (%s %s)\n", self, ((char **)arg)[1]);
+            exit(1);
+        }
+        total += ns;
+    }
+    return total;
+}
+
 /* The program exiting at once: what a process pays for being traced, start-up and report. */
 static double run_startup(void *arg, long iters)
 {
@@ -121,6 +179,14 @@ int bench_trace(void)
         {.name = "plain", .run = run_startup, .arg = plain},
         {.name = "vmstack_run", .run = run_startup, .arg = run},
         {.name = "vmstack_trace", .run = run_startup, .arg = trace},
+    };
+    static char *dplain[] = {"vmstack", "bench", "--child", "tracedeep", NULL};
+    static char *drun[] = {"vmstack", "run", "--", self, "bench", "--child", "tracedeep", NULL};
+    static char *dtrace[] = {"vmstack", "trace", "--", self, "bench", "--child", "tracedeep", NULL};
+    struct bench_variant d[] = {
+        {.name = "plain", .run = run_deep, .arg = dplain},
+        {.name = "vmstack_run", .run = run_deep, .arg = drun},
+        {.name = "vmstack_trace", .run = run_deep, .arg = dtrace},
     };
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     double r;
@@ -158,5 +224,15 @@ int bench_trace(void)
     bench_note("vmstack trace / plain = %.3fx at start-up and exit (goal <= 1.5); trace / run = %.3fx", r,
                s[2].median_ns / s[1].median_ns);
     bench_json_num("trace_startup_overhead", r);
+
+    bench_compare(d, 3, bench_quick() ? 3 : 11, 1);
+    r = d[2].median_ns / d[0].median_ns;
+    bench_title("trace: a thread recursing 36 MB deep three times in a 64 MiB stack, plain, under 'vmstack run' "
+                "and 'vmstack trace' (ms of CPU, median)");
+    for (int i = 0; i < 3; i++)
+        bench_row(d[i].name, d[i].median_ns / 1e6, "ms", d[i].spread, "");
+    bench_note("vmstack trace / plain = %.3fx at 36 MB deep (goal <= 2); trace / run = %.3fx", r,
+               d[2].median_ns / d[1].median_ns);
+    bench_json_num("trace_deep_overhead", r);
     return 0;
 }
