@@ -254,6 +254,12 @@ rust_threads)
     each rs env RUST_BACKTRACE=0 "$tmp/threads"
     check rs
     ;;
+rust_deep)
+    need /usr/bin/rustc
+    /usr/bin/rustc -O -o "$tmp/deep" "$src/deep.rs" 2> "$tmp/rustc.err" || fail "rustc: $(cat "$tmp/rustc.err")"
+    each rs "$tmp/deep"
+    check rs
+    ;;
 rust_overflow)
     need /usr/bin/rustc
     /usr/bin/rustc -O -o "$tmp/overflow" "$src/overflow.rs" 2> "$tmp/rustc.err" || fail "rustc: $(cat "$tmp/rustc.err")"
