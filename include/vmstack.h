@@ -988,21 +988,27 @@ VMS_API int vms_fault_install(void);
 /*
  * The kernel's stack tracer for fibers (`vmstack trace` does it for the
  * threads of unmodified programs): every fiber spawned after
- * vms_trace_enable gets a tripwire, one inaccessible page just below the
- * deepest page of its stack touched so far.  The first access to it
+ * vms_trace_enable gets a tripwire, inaccessible pages just below the
+ * deepest page of its stack touched so far.  The first access to them
  * faults; the handler records the call chain that got there (libunwind)
- * and moves the tripwire one page down.  Once a fiber has been as deep as
- * it gets, nothing faults: no cost in steady state.  Depths are exact to
- * one page; frame sizes are exact (differences of canonical frame
- * addresses, return address included, as gcc -fstack-usage counts).
+ * and moves the tripwire down: to the next page while the fiber is less
+ * than 256 KiB deep, an eighth of its depth further below it beyond, so
+ * that a stack N bytes deep faults O(log N) times.  Once a fiber has been
+ * as deep as it gets, nothing faults: no cost in steady state.  When the
+ * fiber ends, its unused stack (zeroed when it started) gives the exact
+ * depth, and the frames still there the rest of the chain; where later
+ * calls overwrote them, the report says the chain is partial.  Frame
+ * sizes are exact (differences of canonical frame addresses, return
+ * address included, as gcc -fstack-usage counts).
  *
  * warn_frame: frames above this many bytes are listed once per function,
  * with the chain that reached them, in the report (0: off).  warn_depth:
  * a fiber passing this percentage of its stack gets a warning on stderr
- * at once (0: off).  Up to 4096 fibers are traced at once; the rest run
- * untraced.  Needs guard pages (not VMS_GUARD_NONE).  Returns 0, or
- * -EINVAL (warn_depth above 100), -ENOTSUP, -ENOMEM.  Settings of a
- * second call are ignored.
+ * at once (0: off).  Up to 16384 fibers are traced at once (the
+ * environment's VMSTACK_TRACE_MAX_TASKS=N says another number); the rest
+ * run untraced, and the report counts them.  Needs guard pages (not
+ * VMS_GUARD_NONE).  Returns 0, or -EINVAL (warn_depth above 100),
+ * -ENOTSUP, -ENOMEM.  Settings of a second call are ignored.
  */
 VMS_API int vms_trace_enable(size_t warn_frame, unsigned warn_depth);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * More live fibers than the tracer traces at once (4096 by default): the
- * report says how many went untraced and why, and the deepest it names is
- * one it traced.  The last fiber spawned, untraced, goes deepest.
+ * More live fibers than the tracer traces at once (4096 here, by
+ * VMSTACK_TRACE_MAX_TASKS): the report says how many went untraced and
+ * why, and the deepest it names is one it traced.  The last fiber
+ * spawned, untraced, goes deepest.
  */
 #include "check.h"
 #include "vmstack.h"
@@ -52,6 +53,7 @@ int main(void)
     static vms_fiber fibers[FIBERS];
     char want[160], *text;
 
+    CHECK_EQ(setenv("VMSTACK_TRACE_MAX_TASKS", "4096", 1), 0);
     CHECK_EQ(vms_trace_enable(0, 0), 0);
     for (int i = 0; i < FIBERS; i++)
         CHECK_EQ(vms_fiber_spawn(&fibers[i], fiber, (void *)(intptr_t)(i == FIBERS - 1 ? 100 : 10),

@@ -81,7 +81,7 @@
 #endif
 
 #define TLS_IE __thread __attribute__((tls_model("initial-exec")))
-#define TASKS_DEFAULT 4096     /* traced tasks alive at once, unless vms_trace_opts.max_tasks says */
+#define TASKS_DEFAULT 16384    /* traced tasks alive at once, unless vms_trace_opts.max_tasks says */
 #define MAX_FRAMES ((size_t)1 << 20)
 #define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
 #define WARN_MAX 64            /* distinct functions reported by --warn-frame */
@@ -1318,7 +1318,10 @@ size_t vms__trace_warnings(struct vms_trace_warn **out)
 int vms_trace_enable(size_t warn_frame, unsigned warn_depth)
 {
     struct vms_trace_opts o = {.warn_frame = warn_frame, .warn_depth = warn_depth};
+    const char *v = secure_getenv("VMSTACK_TRACE_MAX_TASKS");
 
+    if (v)
+        o.max_tasks = (unsigned)strtoul(v, NULL, 10);
     if (warn_depth > 100)
         return vms__fail(EINVAL, "vms_trace_enable: warn_depth %u: a percentage is at most 100", warn_depth);
     return vms__trace_configure(&o);

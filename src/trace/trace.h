@@ -50,7 +50,7 @@ bool vms__trace_unwinding(void);
 struct vms_trace_opts {
     size_t warn_frame;   /* report frames above this many bytes; 0: off */
     unsigned warn_depth; /* warn when a task passes this % of its stack; 0: off */
-    unsigned max_tasks;  /* tasks traced at once (the rest run untraced, and are counted); 0: 4096 */
+    unsigned max_tasks;  /* tasks traced at once (the rest run untraced, and are counted); 0: 16384 */
 };
 
 /*
