@@ -7,7 +7,7 @@
  * reads back after it, and what a signal sent then does are printed, and
  * must be the same plain, under run and under trace.  SIG_HOLD is tried on
  * SIGUSR1 only: vmstack keeps SIGSEGV and SIGBUS out of every signal mask
- * (README, "Limits, honestly").
+ * (docs/limits.md).
  */
 #include <signal.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The layering rule, checked on the sources and on the compiled objects:
 # every #include of ours and every call into another file goes to the same
-# layer or one below it (README, "How the code is laid out"); no code but
+# layer or one below it (docs/internals.md); no code but
 # src/arch's names a register; and the shared library exports only the
 # API: vms_* and the C++ names (vmstack::), nothing that would replace
 # another library's function in every program linked with it.

@@ -456,7 +456,7 @@ exec_stop)
 exec_subreaper)
     # A child subreaper that runs vmstack run reaps its own child first, with the program's status.
     # The keeper, which outlives the program by the moment it takes to write the table, is then
-    # the subreaper's too, as 'strace -D's tracer is (the README's limits): one more, never before.
+    # the subreaper's too, as 'strace -D's tracer is (docs/limits.md): one more, never before.
     for sub in run trace; do
         for how in exit_group sigkill; do
             "$bin/run_signals" subreaper "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" $how \

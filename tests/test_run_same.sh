@@ -329,7 +329,7 @@ small_stack)
                 fail "$mode ($i): exit $rc: $(cat "$tmp/out" "$tmp/err")"
         done
     done
-    # All in the shell's builtins: a program it started would be a descendant (see the README's limits).
+    # All in the shell's builtins: a program it started would be a descendant (see docs/limits.md).
     seen='ulimit -S -s; ulimit -H -s; while read -r r x; do case $x in *"[stack]") lo=${r%-*} hi=${r#*-}; echo "stack mapping $((0x$hi - 0x$lo))";; esac; done < /proc/$$/maps'
     for mode in plain run trace; do
         w=; [ $mode = plain ] || w="$vmstack $mode --output $tmp/table --"
