@@ -47,7 +47,7 @@ sample_trace-help() { "$build/vmstack" trace --help; }
 
 normalise() {
     sed -E -e 's/0x[0-9a-f]+/0x_/g' -e 's/\((tid|pid|id) [0-9]+\)/(\1 _)/g' -e 's/LWP [0-9]+/LWP _/g' \
-        -e 's/^( *)[0-9]{3,}  /\1_  /' -e '/ main  /s/[0-9]+ +[0-9.]+%$/_ _%/'
+        -e 's/^ *[0-9]{3,}  /_  /' -e '/ main  /s/[0-9]+ +[0-9.]+%$/_ _%/'
 }
 
 files=("$src/README.md" "$src"/docs/*.md)
