@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(openjdk-17-jdk-headless rustc golang-go libpython3.11-testsuite python3 valgrind gdb strace
           sqlite3 iputils-ping libcap2-bin util-linux git make xz-utils coreutils gcc g++
           php-cli lua5.4 luajit python3-gevent redis-server redis-tools nginx apache2-utils
-          postgresql postgresql-contrib libgc-dev erlang-base tcl gawk bash zstd pigz openssl)
+          postgresql postgresql-contrib libgc-dev guile-3.0 erlang-base tcl gawk bash zstd pigz openssl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

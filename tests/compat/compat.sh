@@ -412,6 +412,16 @@ php_overflow)
     same_plus_report php php
     table php
     ;;
+guile_gc)
+    need guile
+    each scm guile --no-auto-compile "$src/gc.scm"
+    check scm
+    ;;
+boehm_gc)
+    [ -x "$bin/compat_boehm" ] || fail "compat_boehm was not built: libgc-dev (scripts/test-deps.sh) was missing"
+    each gc "$bin/compat_boehm"
+    check gc
+    ;;
 lua_coroutines)
     need lua5.4 luajit
     each lua lua5.4 "$src/coroutines.lua"
