@@ -21,7 +21,8 @@ static const struct bench benches[] = {
     { "switch", "one switch in a ping-pong between two fibers: vmstack, swapcontext", bench_switch },
     { "thread", "pthread_create + join, 64 KiB stacks: glibc's own stacks, vmstack's", bench_thread },
     { "run", "a thread-heavy program, plain and under 'vmstack run': wall time, start to end", bench_run },
-    { "trace", "a recursion-heavy program, plain and under 'vmstack run' and 'vmstack trace': CPU time",
+    { "trace", "a recursion-heavy program and a 36 MB deep one, plain and under 'vmstack run' and 'vmstack trace': "
+               "CPU time",
       bench_trace },
     { "cache", "spawn + join of fibers in bursts of 64: per-CPU cache on, off, off with no pool; 2 threads; "
                "2 threads allocating bursts of 8..128 stacks",
