@@ -122,7 +122,6 @@ struct task {
     bool inner_ret;              /* buf[n - 1].ip is a return address, not a faulting ip */
     bool cut;                    /* buf[0]'s code has no call-frame information: its callers are unknown */
     bool depth_warned, lost, signal_lost;
-    struct cfi_known cfi;        /* for the faults of the thread that runs it, one at a time */
 };
 
 #define TASK_BODY offsetof(struct task, wire)
@@ -148,6 +147,7 @@ static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
 static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
 static TLS_IE bool unwinding;     /* in record: every signal is blocked (the handler's mask) */
+static TLS_IE struct cfi_known cfi_seen; /* the thread's, for all the tasks it runs */
 /*
  * Windows taken away so far, counted before they stop being known; and
  * this thread's last fault in no known window, with the count then (see
@@ -339,7 +339,7 @@ struct walk {
     bool first;
     bool guessed;                /* the last frame's code has no call-frame information: the next is a guess */
     bool cut;                    /* the chain ended at such a frame, its callers unknown */
-    struct cfi_known *cfi;       /* its task's */
+    struct cfi_known *cfi;       /* its thread's */
 };
 
 /*
@@ -353,8 +353,8 @@ struct walk {
  * steps per fault, none matching the last chain.  libunwind's x86-64
  * answers a made-up one-byte procedure there instead of an error.  The
  * lookup costs as much as a step, and a recursion's frames share a return
- * address: the answers are remembered for the task's next faults, until
- * a module is unloaded.
+ * address: the answers are remembered by the thread for its next faults,
+ * until a module is unloaded.
  */
 static bool has_cfi(struct walk *w, uintptr_t ip)
 {
@@ -430,7 +430,7 @@ static uint32_t record_all(struct task *t, struct walk *w, uint32_t k)
 static uint32_t record(struct task *t, ucontext_t *uc)
 {
     struct vms_trace_frame *seen = t->buf + t->n;
-    struct walk w = {.hi = t->hi, .first = true, .cfi = &t->cfi};
+    struct walk w = {.hi = t->hi, .first = true, .cfi = &cfi_seen};
     uint32_t room = (uint32_t)(t->cap - t->n), k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
     bool ok_bracket = !vms__unwind_begin();
@@ -438,8 +438,8 @@ static uint32_t record(struct task *t, ucontext_t *uc)
 
     if (vms__uc_sp(uc) >= t->lo && vms__uc_sp(uc) < t->hi)
         vms__unwind_live(&w.u, vms__uc_sp(uc), t->hi);
-    if (t->cfi.unloads != vms__unwind_unloads())
-        t->cfi = (struct cfi_known){.unloads = vms__unwind_unloads()};
+    if (cfi_seen.unloads != vms__unwind_unloads())
+        cfi_seen = (struct cfi_known){.unloads = vms__unwind_unloads()};
     unwinding = true;
     write_begin(t);
     while (ok && k < room && walk_next(&w, &seen[k])) {
