@@ -46,27 +46,29 @@ configure_file(${VMS_GDB_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/${VMS_SO_FILE}-gdb.
 
 # pkg-config: the shared library names its dependencies itself; a static
 # link needs them (and, through their own .pc files, zlib, liblzma, bzip2).
-# The prefix is found from the .pc file's own place (${pcfiledir}), so the
-# file is right for whatever --prefix `cmake --install` is given.
+# The prefix is the one `cmake --install` is given (--prefix, or the one
+# configured), written into the file at install time: a prefix found from
+# the file's own place (${pcfiledir}) would come out as
+# lib/x86_64-linux-gnu/pkgconfig/../../.. in every flag it gives.
+set(VMS_PC_PREFIX @VMS_INSTALL_PREFIX@)
+foreach(d LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE ${CMAKE_INSTALL_${d}})
+    set(VMS_PC_${d} ${CMAKE_INSTALL_${d}})
+  else()
+    set(VMS_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+  endif()
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/vmstack.pc.in ${CMAKE_CURRENT_BINARY_DIR}/vmstack.pc.in @ONLY)
 if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
-  set(VMS_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+  set(VMS_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 else()
-  file(RELATIVE_PATH VMS_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
-  string(REGEX REPLACE "/$" "" VMS_PC_UP ${VMS_PC_UP})
-  set(VMS_PC_PREFIX "\${pcfiledir}/${VMS_PC_UP}")
+  set(VMS_PC_DIR "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 endif()
-if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
-  set(VMS_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})
-else()
-  set(VMS_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
-endif()
-if(IS_ABSOLUTE ${CMAKE_INSTALL_INCLUDEDIR})
-  set(VMS_PC_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
-else()
-  set(VMS_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
-endif()
-configure_file(${PROJECT_SOURCE_DIR}/cmake/vmstack.pc.in ${CMAKE_CURRENT_BINARY_DIR}/vmstack.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vmstack.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(CODE "
+  file(READ \"${CMAKE_CURRENT_BINARY_DIR}/vmstack.pc.in\" pc)
+  string(REPLACE \"@VMS_INSTALL_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" pc \"\${pc}\")
+  file(WRITE \"${CMAKE_CURRENT_BINARY_DIR}/pc/vmstack.pc\" \"\${pc}\")
+  file(INSTALL \"${CMAKE_CURRENT_BINARY_DIR}/pc/vmstack.pc\" DESTINATION \"${VMS_PC_DIR}\")")
 
 # The CMake package, installed and for the build tree (vmstack_DIR=BUILD).
 install(EXPORT vmstackTargets NAMESPACE vmstack:: DESTINATION ${VMS_CMAKE_DIR})

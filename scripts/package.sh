@@ -50,6 +50,9 @@ grep -q "^vmstack:  \[<0x[0-9a-f]*>\] runaway+0x" "$tmp/demo.log" && ! grep -q "
 
 echo "=== a consumer built with pkg-config against the packages"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
+# The packaged file's prefix is /usr itself: no path like lib/x86_64-linux-gnu/pkgconfig/../../../include.
+grep -qx 'prefix=/usr' "$libdir/pkgconfig/vmstack.pc" ||
+  { echo "package.sh: vmstack.pc's prefix is not /usr: $(grep '^prefix=' "$libdir/pkgconfig/vmstack.pc")"; exit 1; }
 cc -o "$tmp/consumer" tests/consumer/consumer.c $(pkg-config --define-variable=prefix="$root/usr" --cflags --libs vmstack) \
   -Wl,-rpath,"$libdir"
 # Read whole first: under pipefail, grep -q leaving early can kill ldd with SIGPIPE and fail the check.

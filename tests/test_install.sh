@@ -18,8 +18,8 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 empty=$(find "$prefix" -type d -empty)
 [ -z "$empty" ] || fail "empty directories installed: $empty"
 
-# The README's commands as written: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig,
-# nothing else (the .pc file finds the prefix from its own place).
+# The guide's commands as written (docs/install.md): PKG_CONFIG_PATH=PREFIX/lib/pkgconfig,
+# nothing else (the .pc file holds the prefix it was installed to).
 pcfile=$(find "$prefix" -name vmstack.pc)
 [ -n "$pcfile" ] || fail "no vmstack.pc installed"
 export PKG_CONFIG_PATH="$(dirname "$pcfile")"
@@ -27,6 +27,14 @@ libdir=$(dirname "$PKG_CONFIG_PATH")
 case $(pkg-config --variable=includedir vmstack) in
   "$prefix"/*) ;;
   *) fail "vmstack.pc's includedir is outside the install prefix: $(pkg-config --variable=includedir vmstack)" ;;
+esac
+flags=$(pkg-config --cflags --libs vmstack)
+case $flags in
+  *"/../"*|*"/./"*) fail "vmstack.pc gives paths that are not normalised: $flags" ;;
+esac
+case " $(pkg-config --cflags vmstack) " in
+  *" -I$prefix/include "*) ;;
+  *) fail "vmstack.pc's --cflags do not name PREFIX/include: $(pkg-config --cflags vmstack)" ;;
 esac
 expect='consumer: vmstack [0-9.]*, fiber ran on a guarded stack'
 
@@ -36,7 +44,9 @@ check_run() { # NAME PROGRAM
   echo "ok: $1"
 }
 
-"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pkg-config --cflags --libs vmstack) -Wl,-rpath,"$libdir"
+# A prefix the dynamic loader does not search: the rpath line of the guide.
+"$cc" -o "$tmp/dyn" "$src/tests/consumer/consumer.c" $(pkg-config --cflags --libs vmstack) \
+  -Wl,-rpath,"$(pkg-config --variable=libdir vmstack)"
 ldd "$tmp/dyn" | grep -q "libvmstack.so.0 => $libdir/libvmstack.so.0" ||
   fail "pkg-config --libs did not link the installed libvmstack.so"
 check_run "cc \$(pkg-config --cflags --libs vmstack)" "$tmp/dyn"
@@ -53,4 +63,12 @@ ldd "$tmp/cmake/consumer_shared" | grep -q "$libdir/libvmstack.so.0" || fail "vm
 ldd "$tmp/cmake/consumer_static" | grep -q libvmstack && fail "vmstack::vmstack_static linked the shared library"
 check_run "find_package(vmstack), vmstack::vmstack" "$tmp/cmake/consumer_shared"
 check_run "find_package(vmstack), vmstack::vmstack_static" "$tmp/cmake/consumer_static"
+# gdb and the extension of a prefix install: the one line of docs/debugging.md.
+if command -v gdb > /dev/null 2>&1; then
+  gdb -batch -iex "source $prefix/share/vmstack/vmstack-gdb.py" -ex 'help info vmstack-fibers' "$tmp/dyn" \
+    > "$tmp/gdb.out" 2>&1 || fail "gdb with the installed extension: $(cat "$tmp/gdb.out")"
+  grep -q 'Undefined' "$tmp/gdb.out" && fail "gdb did not load the installed extension: $(cat "$tmp/gdb.out")"
+  grep -qi 'fiber' "$tmp/gdb.out" || fail "gdb's help for info vmstack-fibers: $(cat "$tmp/gdb.out")"
+  echo "ok: gdb -iex 'source PREFIX/share/vmstack/vmstack-gdb.py'"
+fi
 echo "3 ways passed"
