@@ -185,8 +185,6 @@ int vms__unwind_init_cached(struct vms_unwind *u, const ucontext_t *uc);
  * stack tens of megabytes deep is thousands of pages).
  */
 void vms__unwind_live(struct vms_unwind *u, uintptr_t lo, uintptr_t hi);
-/* The loader's count of unloaded modules when vms__unwind_init_cached last looked. */
-unsigned long long vms__unwind_unloads(void);
 /* The dynamic loader's counts of modules loaded and unloaded so far (dl_phdr_info). */
 void vms__modules_counts(unsigned long long *adds, unsigned long long *subs);
 /*

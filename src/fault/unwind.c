@@ -253,11 +253,6 @@ int vms__unwind_init_cached(struct vms_unwind *u, const ucontext_t *uc)
     return init_in(as, u, uc);
 }
 
-unsigned long long vms__unwind_unloads(void)
-{
-    return __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
-}
-
 void vms__unwind_live(struct vms_unwind *u, uintptr_t lo, uintptr_t hi)
 {
     u->live_lo = lo;

@@ -99,7 +99,6 @@ enum { FREE = 0, BUSY, LIVE };
 struct cfi_known {
     uint32_t bits;               /* bit i: ip[i] has call-frame information */
     uintptr_t ip[CFI_KNOWN];     /* direct-mapped by address */
-    unsigned long long unloads;  /* the loader's count of unloaded modules when they were */
 };
 
 /* A traced task.  The handler reaches its own through `self`, others' by scanning. */
@@ -147,7 +146,6 @@ static _Atomic int tasks_used;   /* [0, tasks_used) may be LIVE */
 static struct warn_slot *warns;  /* WARN_MAX */
 static TLS_IE struct task *self;
 static TLS_IE bool unwinding;     /* in record: every signal is blocked (the handler's mask) */
-static TLS_IE struct cfi_known cfi_seen; /* the thread's, for all the tasks it runs */
 /*
  * Windows taken away so far, counted before they stop being known; and
  * this thread's last fault in no known window, with the count then (see
@@ -339,7 +337,7 @@ struct walk {
     bool first;
     bool guessed;                /* the last frame's code has no call-frame information: the next is a guess */
     bool cut;                    /* the chain ended at such a frame, its callers unknown */
-    struct cfi_known *cfi;       /* its thread's */
+    struct cfi_known *cfi;       /* the walk's */
 };
 
 /*
@@ -353,8 +351,7 @@ struct walk {
  * steps per fault, none matching the last chain.  libunwind's x86-64
  * answers a made-up one-byte procedure there instead of an error.  The
  * lookup costs as much as a step, and a recursion's frames share a return
- * address: the answers are remembered by the thread for its next faults,
- * until a module is unloaded.
+ * address: the answers are remembered for the walk.
  */
 static bool has_cfi(struct walk *w, uintptr_t ip)
 {
@@ -430,7 +427,8 @@ static uint32_t record_all(struct task *t, struct walk *w, uint32_t k)
 static uint32_t record(struct task *t, ucontext_t *uc)
 {
     struct vms_trace_frame *seen = t->buf + t->n;
-    struct walk w = {.hi = t->hi, .first = true, .cfi = &cfi_seen};
+    struct cfi_known cfi = {0};
+    struct walk w = {.hi = t->hi, .first = true, .cfi = &cfi};
     uint32_t room = (uint32_t)(t->cap - t->n), k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
     bool ok_bracket = !vms__unwind_begin();
@@ -438,8 +436,6 @@ static uint32_t record(struct task *t, ucontext_t *uc)
 
     if (vms__uc_sp(uc) >= t->lo && vms__uc_sp(uc) < t->hi)
         vms__unwind_live(&w.u, vms__uc_sp(uc), t->hi);
-    if (cfi_seen.unloads != vms__unwind_unloads())
-        cfi_seen = (struct cfi_known){.unloads = vms__unwind_unloads()};
     unwinding = true;
     write_begin(t);
     while (ok && k < room && walk_next(&w, &seen[k])) {
