@@ -469,6 +469,45 @@ exec_subreaper)
         done
     done
     ;;
+trace_options)
+    # Every option of run works under trace, from one table: trace's --help lists each option
+    # run's lists, and the program gets the same VMSTACK_RUN_* settings from both (the command's
+    # own, TRACE and PID, aside), which differ from those of no option but for
+    # --allow-unprotected, which only a set-id program sees (case usage, test_harden_*).
+    mkdir "$tmp/bin" && printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/gnuplot" && chmod +x "$tmp/bin/gnuplot" || fail "gnuplot stub"
+    # vars SUB OPTIONS...: the settings 'vmstack SUB OPTIONS -- env' hands to the program, in $tmp/SUB.vars.
+    vars() {
+        s=$1; shift
+        PATH="$tmp/bin:$PATH" "$vmstack" "$s" "$@" -- env > "$tmp/$s.env" 2> "$tmp/$s.err" || fail "$s $*: $(cat "$tmp/$s.err")"
+        grep '^VMSTACK_RUN_' "$tmp/$s.env" | grep -v '^VMSTACK_RUN_\(TRACE\|PID\)=' | sort > "$tmp/$s.vars"
+    }
+    vars run && mv "$tmp/run.vars" "$tmp/none.vars"
+    "$vmstack" run --help | sed -n 's/^  \(--[a-z-]*\)\( [A-Z][A-Za-z.]*\)\{0,1\}  .*/\1\2/p' > "$tmp/options"
+    [ "$(wc -l < "$tmp/options")" -ge 7 ] || fail "run --help lists only: $(cat "$tmp/options")"
+    "$vmstack" trace --help > "$tmp/trace.help" || fail "trace --help"
+    while read -r opt arg; do
+        grep -q -- "$opt\([ ,]\|\$\)" "$tmp/trace.help" || fail "trace --help does not list $opt"
+        case $arg in
+        "") set -- "$opt" ;;
+        SIZE) set -- "$opt" 128K ;;
+        SIG) set -- "$opt" USR1 ;;
+        FILE) set -- "$opt" "$tmp/out.txt" ;;
+        FILE.png) set -- "$opt" "$tmp/plot.png" ;;
+        *) fail "run --help: $opt $arg: the test has no value to try it with" ;;
+        esac
+        vars run "$@"
+        vars trace "$@"
+        cmp -s "$tmp/run.vars" "$tmp/trace.vars" ||
+            fail "$*: run and trace differ: $(diff "$tmp/run.vars" "$tmp/trace.vars")"
+        [ "$opt" = --allow-unprotected ] || ! cmp -s "$tmp/none.vars" "$tmp/run.vars" ||
+            fail "$*: the program sees no difference: $(cat "$tmp/run.vars")"
+    done < "$tmp/options"
+    # And they take effect under trace: the thread's stack and guard, the table as JSON in FILE.
+    truth=$("$vmstack" trace --stack-size 128K --guard 256K --json --output "$tmp/t.json" -- "$bin/run_recurse" 100) ||
+        fail "trace --stack-size 128K"
+    json "$tmp/t.json" "t[1]['stack_size'] == 131072 and t[1]['guard_size'] == 262144 and
+        abs(t[1]['peak_bytes'] - $truth) < 4096 and 'trace' in r" > /dev/null || fail "trace options: $(cat "$tmp/t.json")"
+    ;;
 *)
     fail "unknown case"
     ;;

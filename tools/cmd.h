@@ -24,9 +24,8 @@ struct cmd {
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /*
- * argv[0] "run", or "trace" from cmd_trace: the command the messages name,
- * and whether the program is traced.  Returns only when the program could
- * not be run: 125, 126 or 127 as env(1).
+ * run and trace return only when the program could not be run: 125, 126
+ * or 127 as env(1).  Both are run_main (run.h).
  */
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv); /* tools/trace.c */

@@ -14,7 +14,7 @@
  * tree) and then at VMS_PRELOAD_REL relative to it (the installed layout,
  * BINDIR/../LIBDIR/vmstack), both from /proc/self/exe.
  */
-#include "cmd.h"
+#include "run.h"
 #include "core/internal.h"
 
 #include <elf.h>
@@ -33,14 +33,8 @@
 #define PRELOAD_NAME "libvmstack-preload.so"
 #define RUN_DEFAULT_GUARD "64K"
 
-/* The command its messages name: "run", or "trace", which hands its program over to run (argv[0]). */
+/* The command its messages name: "run", or "trace", which runs its program here (run_args.sub). */
 static const char *sub = "run";
-
-struct run_args {
-    const char *guard, *stack_size, *output, *report_signal, *plot, *folded;
-    bool json, help, allow_unprotected;
-    int prog; /* index of PROG in argv */
-};
 
 static void help(void)
 {
@@ -114,8 +108,9 @@ static int parse_signal(const char *s)
     return *s && !*end && n > 0 && n < NSIG ? (int)n : -1;
 }
 
-static int check_signal(const char *v)
+static int check_signal(struct run_args *a, const char *v)
 {
+    (void)a;
     int sig = parse_signal(v);
 
     if (sig < 0)
@@ -157,12 +152,13 @@ static int check_file(const char *opt, const char *v, char *abs, size_t n)
     return 0;
 }
 
-/* 0 if gnuplot is on PATH, else the usage error. */
-static int gnuplot_ready(void)
+/* --plot: 0 if gnuplot is on PATH, else the usage error. */
+static int gnuplot_ready(struct run_args *a, const char *v)
 {
     const char *path = getenv("PATH");
     static char file[PATH_MAX]; /* not on the stack: see cmd_run */
 
+    (void)a, (void)v;
     for (const char *p = path ? path : ""; *p;) {
         size_t n = strcspn(p, ":");
         snprintf(file, sizeof file, "%.*s/gnuplot", (int)n, p);
@@ -173,57 +169,73 @@ static int gnuplot_ready(void)
     return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
 }
 
-enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED, OPT_PLOT, OPT_FOLDED };
+static int check_guard(struct run_args *a, const char *v)
+{
+    (void)a;
+    return check_size("--guard", v, (size_t)sysconf(_SC_PAGESIZE), VMS_MAX_GUARD);
+}
 
-static const struct option run_options[] = {
-    {"guard", required_argument, NULL, OPT_GUARD},
-    {"stack-size", required_argument, NULL, OPT_STACK_SIZE},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"output", required_argument, NULL, 'o'},
-    {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
-    {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"folded", required_argument, NULL, OPT_FOLDED},
-    {0},
+static int check_stack_size(struct run_args *a, const char *v)
+{
+    (void)a;
+    return check_size("--stack-size", v, VMS_MIN_STACK, VMS_MAX_STACK);
+}
+
+/* run's options, which trace has too. */
+static const struct run_option run_options[] = {
+    RUN_ARG("guard", RUN_OPT_GUARD, guard, check_guard),
+    RUN_ARG("stack-size", RUN_OPT_STACK_SIZE, stack_size, check_stack_size),
+    RUN_FLAG("json", RUN_OPT_JSON, json),
+    RUN_ARG("output", 'o', output, NULL),
+    RUN_ARG("report-signal", RUN_OPT_REPORT_SIGNAL, report_signal, check_signal),
+    RUN_FLAG("allow-unprotected", RUN_OPT_ALLOW_UNPROTECTED, allow_unprotected),
+    RUN_ARG("plot", RUN_OPT_PLOT, plot, gnuplot_ready),
+    {{0}, 0, NULL},
 };
+
+static const struct run_option *find_option(const struct run_option *t, int val)
+{
+    for (; t->opt.name; t++)
+        if (t->opt.val == val)
+            return t;
+    return NULL;
+}
 
 static int on_option(void *ctx, int opt, const char *v)
 {
     struct run_args *a = ctx;
+    const struct run_option *o = find_option(run_options, opt);
 
-    switch (opt) {
-    case OPT_GUARD:
-        return check_size("--guard", a->guard = v, (size_t)sysconf(_SC_PAGESIZE), VMS_MAX_GUARD);
-    case OPT_STACK_SIZE:
-        return check_size("--stack-size", a->stack_size = v, VMS_MIN_STACK, VMS_MAX_STACK);
-    case OPT_JSON:
-        a->json = true;
-        return 0;
-    case 'o':
-        a->output = v;
-        return 0;
-    case OPT_REPORT_SIGNAL:
-        return check_signal(a->report_signal = v);
-    case OPT_ALLOW_UNPROTECTED:
-        a->allow_unprotected = true;
-        return 0;
-    case OPT_PLOT:
-        a->plot = v;
-        return gnuplot_ready();
-    case OPT_FOLDED:
-        /* The chains come from the tracer: 'vmstack trace' hands this on. */
-        if (strcmp(sub, "trace"))
-            return cmd_usage_error(sub, "--folded is an option of 'vmstack trace'");
-        a->folded = v;
-        return 0;
-    }
-    return CMD_USAGE;
+    if (!o && (o = find_option(trace_options, opt)) && !a->trace)
+        return cmd_usage_error(sub, "--%s is an option of 'vmstack trace'", o->opt.name);
+    if (!o)
+        return CMD_USAGE;
+    if (o->opt.has_arg)
+        *(const char **)((char *)a + o->field) = v;
+    else
+        *(bool *)((char *)a + o->field) = true;
+    return o->check ? o->check(a, v) : 0;
+}
+
+/* run's options, then trace's: getopt's table, of at most max entries with the zero one. */
+static void all_options(struct option *out, size_t max)
+{
+    size_t n = 0;
+
+    for (const struct run_option *o = run_options; o->opt.name && n < max - 1; o++)
+        out[n++] = o->opt;
+    for (const struct run_option *o = trace_options; o->opt.name && n < max - 1; o++)
+        out[n++] = o->opt;
+    out[n] = (struct option){0};
 }
 
 static int parse(int argc, char **argv, struct run_args *a)
 {
-    int rc = cmd_options(sub, argc, argv, run_options, true, on_option, a, &a->prog);
+    struct option longopts[24];
+    int rc;
 
+    all_options(longopts, sizeof longopts / sizeof longopts[0]);
+    rc = cmd_options(sub, argc, argv, longopts, true, on_option, a, &a->prog);
     if (rc == CMD_HELP)
         a->help = true;
     else if (rc)
@@ -585,6 +597,22 @@ static int set_or_unset(const char *name, const char *v)
     return v ? setenv(name, v, 1) : unsetenv(name);
 }
 
+/*
+ * trace's settings, for the tracer (src/preload/tracepreload.c): set by
+ * trace only, as a run leaves alone what it does not use.
+ */
+static int set_trace_env(const struct run_args *a)
+{
+    char frame[32];
+
+    snprintf(frame, sizeof frame, "%zu", a->warn_frame_bytes);
+    return setenv("VMSTACK_TRACE_WARN_FRAME", frame, 1) |
+           setenv("VMSTACK_TRACE_WARN_DEPTH", a->warn_depth ? a->warn_depth : "0", 1) |
+           setenv("VMSTACK_TRACE_ALL_LINES", a->all_lines ? "1" : "0", 1) |
+           setenv("VMSTACK_TRACE_MAX_TASKS", a->max_tasks ? a->max_tasks : "0", 1);
+}
+
+/* The environment the preload library reads its options from: the one place that makes it. */
 static int set_env(const struct run_args *a, const char *path, const char *preload)
 {
     char *ld, pid[24], sig[16];
@@ -596,13 +624,13 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
     snprintf(sig, sizeof sig, "%d", a->report_signal ? parse_signal(a->report_signal) : 0);
     /* Tracing is the command's, not inherited: a 'vmstack run' in a traced program's process tree runs. */
     rc = setenv("LD_PRELOAD", ld, 1) | setenv("VMSTACK_RUN_PID", pid, 1) |
-         (strcmp(sub, "trace") ? unsetenv("VMSTACK_RUN_TRACE") : setenv("VMSTACK_RUN_TRACE", "1", 1)) |
+         (a->trace ? setenv("VMSTACK_RUN_TRACE", "1", 1) | set_trace_env(a) : unsetenv("VMSTACK_RUN_TRACE")) |
          setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
          setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
-         (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
+         set_or_unset("VMSTACK_RUN_STACK_SIZE", a->stack_size) |
          set_or_unset("VMSTACK_RUN_OUTPUT", a->output) | set_or_unset("VMSTACK_RUN_PLOT", a->plot) |
          set_or_unset("VMSTACK_RUN_FOLDED", a->folded) |
-         (a->report_signal ? setenv("VMSTACK_RUN_REPORT_SIGNAL", sig, 1) : unsetenv("VMSTACK_RUN_REPORT_SIGNAL"));
+         set_or_unset("VMSTACK_RUN_REPORT_SIGNAL", a->report_signal ? sig : NULL);
     free(ld);
     return rc;
 }
@@ -692,24 +720,23 @@ static int check_files(struct run_args *a)
     return rc;
 }
 
-static int run_main(int argc, char **argv)
+static int run_program(int argc, char **argv, struct run_args *a, void (*help)(void))
 {
-    struct run_args a = { 0 };
     /* Not on the stack: 'vmstack run' must run under 'ulimit -s 16' as the program would. */
     static char path[PATH_MAX], preload[PATH_MAX];
     const char *why;
     int rc;
 
     raise_stack_limit();
-    if ((rc = parse(argc, argv, &a)))
+    if ((rc = parse(argc, argv, a)))
         return rc;
-    if (a.help) {
+    if (a->help) {
         help();
         return CMD_OK;
     }
-    if ((rc = check_files(&a)))
+    if ((rc = check_files(a)))
         return rc;
-    if ((rc = find_program(argv[a.prog], path, sizeof path)))
+    if ((rc = find_program(argv[a->prog], path, sizeof path)))
         return cannot_exec(path, rc);
     if ((why = program_problem(path))) {
         cmd_say("vmstack %s: %s %s\n", sub, path, why);
@@ -718,12 +745,12 @@ static int run_main(int argc, char **argv)
     if ((rc = check_environment(sub)))
         return rc;
     if ((why = secure_execution(path)))
-        return run_unprotected(&a, argv, path, why);
+        return run_unprotected(a, argv, path, why);
     /* A script runs its interpreter: a set-id one runs in secure-execution mode too. */
     if (strcmp(program_run, path) && (why = secure_execution(program_run))) {
         static char whose[sizeof program_run + 64];
         snprintf(whose, sizeof whose, "is a script whose interpreter %s %s", program_run, why);
-        return run_unprotected(&a, argv, path, whose);
+        return run_unprotected(a, argv, path, whose);
     }
     if (!cmd_find_lib(PRELOAD_NAME, preload, sizeof preload)) {
         cmd_say("vmstack %s: " PRELOAD_NAME " is neither next to the vmstack binary nor in its "
@@ -734,20 +761,27 @@ static int run_main(int argc, char **argv)
         cmd_say("vmstack %s: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", sub, preload);
         return CMD_FAIL;
     }
-    if (set_env(&a, path, preload) || pass_stack_limit(path)) {
+    if (set_env(a, path, preload) || pass_stack_limit(path)) {
         cmd_say("vmstack %s: out of memory for the environment\n", sub);
         return CMD_FAIL;
     }
     fflush(NULL);
-    execv(path, argv + a.prog);
+    execv(path, argv + a->prog);
     return cannot_exec(path, errno);
+}
+
+int run_main(int argc, char **argv, struct run_args *a, void (*help)(void))
+{
+    int rc;
+
+    sub = a->sub;
+    rc = run_program(argc, argv, a, help);
+    return rc == CMD_OK || rc >= RUN_FAILED ? rc : RUN_FAILED;
 }
 
 int cmd_run(int argc, char **argv)
 {
-    int rc;
+    struct run_args a = { .sub = "run" };
 
-    sub = argv[0];
-    rc = run_main(argc, argv);
-    return rc == CMD_OK || rc >= RUN_FAILED ? rc : RUN_FAILED;
+    return run_main(argc, argv, &a, help);
 }

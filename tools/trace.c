@@ -2,19 +2,17 @@
 /*
  * 'vmstack trace [options] -- PROG ARGS': 'vmstack run' plus the stack
  * tracer.  The program runs under libvmstack-preload.so as with 'run'
- * (which does the checking and the exec: this command hands it its
- * options and its own name, for run's messages), with VMSTACK_RUN_TRACE=1,
- * which run sets for it, so that every thread and the main
- * one get a tripwire window below their deepest stack page and a scan of
+ * (run_main parses, checks and execs, with this file's options added to
+ * run's), with VMSTACK_RUN_TRACE=1, so that every thread and the main one
+ * get a tripwire window below their deepest stack page and a scan of
  * their dead stack when they end (src/trace/trace.c, deadstack.c), and
  * the report at exit adds each thread's deepest call chain in the
  * kernel's "Depth Size Location" format.
  */
-#include "cmd.h"
+#include "run.h"
 #include "core/internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static void help(void)
 {
@@ -54,147 +52,46 @@ static void help(void)
            "man vmstack-trace(1) has the details.\n");
 }
 
-struct trace_args {
-    const char *warn_frame, *warn_depth, *max_tasks;
-    char **run_argv; /* "trace", the options for run, "--", PROG ARGS... */
-    int run_argc;
-    bool help, all_lines;
-};
-
-static int check_args(const struct trace_args *a)
+static int check_warn_frame(struct run_args *a, const char *v)
 {
-    size_t n;
+    if (vms__parse_size(v, &a->warn_frame_bytes) || a->warn_frame_bytes == 0)
+        return cmd_usage_error(a->sub, "--warn-frame %s: not a positive number of bytes", v);
+    return 0;
+}
+
+static int check_warn_depth(struct run_args *a, const char *v)
+{
     char *end;
-    long pct;
+    long pct = strtol(v, &end, 10);
 
-    if (a->warn_frame && (vms__parse_size(a->warn_frame, &n) || n == 0))
-        return cmd_usage_error("trace", "--warn-frame %s: not a positive number of bytes", a->warn_frame);
-    if (a->max_tasks) {
-        long n = strtol(a->max_tasks, &end, 10);
-        if (!*a->max_tasks || *end || n < 1 || n > 1 << 20)
-            return cmd_usage_error("trace", "--max-tasks %s: not a number of tasks from 1 to 1048576", a->max_tasks);
-    }
-    if (a->warn_depth) {
-        pct = strtol(a->warn_depth, &end, 10);
-        if (!*a->warn_depth || *end || pct < 1 || pct > 100)
-            return cmd_usage_error("trace", "--warn-depth %s: not a percentage from 1 to 100", a->warn_depth);
-    }
+    if (!*v || *end || pct < 1 || pct > 100)
+        return cmd_usage_error(a->sub, "--warn-depth %s: not a percentage from 1 to 100", v);
     return 0;
 }
 
-enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_MAX_TASKS, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
-       OPT_ALLOW_UNPROTECTED, OPT_FOLDED, OPT_PLOT };
+static int check_max_tasks(struct run_args *a, const char *v)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
 
-/* Ours, then the options of 'run', which go on to it as they came. */
-static const struct option trace_options[] = {
-    {"warn-frame", required_argument, NULL, OPT_WARN_FRAME},
-    {"warn-depth", required_argument, NULL, OPT_WARN_DEPTH},
-    {"max-tasks", required_argument, NULL, OPT_MAX_TASKS},
-    {"all-lines", no_argument, NULL, OPT_ALL_LINES},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"guard", required_argument, NULL, OPT_GUARD},
-    {"stack-size", required_argument, NULL, OPT_STACK_SIZE},
-    {"output", required_argument, NULL, 'o'},
-    {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
-    {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
-    {"folded", required_argument, NULL, OPT_FOLDED},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {0},
+    if (!*v || *end || n < 1 || n > 1 << 20)
+        return cmd_usage_error(a->sub, "--max-tasks %s: not a number of tasks from 1 to 1048576", v);
+    return 0;
+}
+
+/* What trace adds to run's options (run.c), which it has all. */
+const struct run_option trace_options[] = {
+    RUN_ARG("warn-frame", TRACE_OPT_WARN_FRAME, warn_frame, check_warn_frame),
+    RUN_ARG("warn-depth", TRACE_OPT_WARN_DEPTH, warn_depth, check_warn_depth),
+    RUN_ARG("max-tasks", TRACE_OPT_MAX_TASKS, max_tasks, check_max_tasks),
+    RUN_FLAG("all-lines", TRACE_OPT_ALL_LINES, all_lines),
+    RUN_ARG("folded", TRACE_OPT_FOLDED, folded, NULL),
+    {{0}, 0, NULL},
 };
-
-static int on_option(void *ctx, int opt, const char *v)
-{
-    struct trace_args *a = ctx;
-    const struct option *o = trace_options;
-    char *arg;
-
-    switch (opt) {
-    case OPT_WARN_FRAME:
-        a->warn_frame = v;
-        return 0;
-    case OPT_WARN_DEPTH:
-        a->warn_depth = v;
-        return 0;
-    case OPT_MAX_TASKS:
-        a->max_tasks = v;
-        return 0;
-    case OPT_ALL_LINES:
-        a->all_lines = true;
-        return 0;
-    case OPT_JSON:
-        /* 'run --json': the usage table as JSON, the chains in it under "trace". */
-        a->run_argv[a->run_argc++] = "--json";
-        return 0;
-    case OPT_ALLOW_UNPROTECTED:
-        a->run_argv[a->run_argc++] = (char *)"--allow-unprotected";
-        return 0;
-    }
-    while (o->val != opt)
-        o++;
-    if (asprintf(&arg, "--%s=%s", o->name, v) < 0)
-        return CMD_FAIL;
-    a->run_argv[a->run_argc++] = arg;
-    return 0;
-}
-
-static int parse(int argc, char **argv, struct trace_args *a)
-{
-    int i, rc;
-
-    a->run_argv = calloc((size_t)argc + 2, sizeof *a->run_argv);
-    if (!a->run_argv)
-        return CMD_FAIL;
-    a->run_argv[a->run_argc++] = "trace"; /* run's messages name trace, and it sets VMSTACK_RUN_TRACE */
-    rc = cmd_options("trace", argc, argv, trace_options, true, on_option, a, &i);
-    if (rc == CMD_HELP) {
-        a->help = true;
-        return 0;
-    }
-    if (rc)
-        return rc;
-    if (i >= argc)
-        return cmd_usage_error("trace", "no program given");
-    a->run_argv[a->run_argc++] = "--";
-    while (i < argc)
-        a->run_argv[a->run_argc++] = argv[i++];
-    return check_args(a);
-}
-
-/* The copies on_option made ("--name=value"; the other options are literals), then the array. */
-static void args_free(struct trace_args *a)
-{
-    for (int i = 1; a->run_argv && i < a->run_argc && strcmp(a->run_argv[i], "--"); i++)
-        if (strchr(a->run_argv[i], '='))
-            free(a->run_argv[i]);
-    free(a->run_argv);
-}
 
 int cmd_trace(int argc, char **argv)
 {
-    struct trace_args a = {0};
-    size_t frame = 0;
-    char buf[32];
-    int rc;
+    struct run_args a = { .sub = "trace", .trace = true };
 
-    /* A wrapper's own failures are 125, as run's (see run.c). */
-    if ((rc = parse(argc, argv, &a)) || a.help) {
-        if (!rc)
-            help();
-        args_free(&a);
-        return rc ? 125 : CMD_OK;
-    }
-    if (a.warn_frame)
-        vms__parse_size(a.warn_frame, &frame);
-    snprintf(buf, sizeof buf, "%zu", frame);
-    if (setenv("VMSTACK_TRACE_WARN_FRAME", buf, 1) ||
-        setenv("VMSTACK_TRACE_WARN_DEPTH", a.warn_depth ? a.warn_depth : "0", 1) ||
-        setenv("VMSTACK_TRACE_ALL_LINES", a.all_lines ? "1" : "0", 1) ||
-        setenv("VMSTACK_TRACE_MAX_TASKS", a.max_tasks ? a.max_tasks : "0", 1)) {
-        cmd_say("vmstack trace: out of memory for the environment\n");
-        args_free(&a);
-        return 125;
-    }
-    rc = cmd_run(a.run_argc, a.run_argv);
-    args_free(&a);
-    return rc;
+    return run_main(argc, argv, &a, help);
 }
