@@ -105,7 +105,7 @@ static int region_create(size_t stack_size, size_t guard_size, struct vms_region
  * guard size is kept with them because a later vms_init may change the
  * configured one.
  */
-__attribute__((tls_model("initial-exec"))) _Thread_local struct vms_thread_hot vms__hot;
+TLS_IE struct vms_thread_hot vms__hot;
 
 struct vms_region *vms__region_for(size_t stack_size, size_t guard_size, int *err)
 {

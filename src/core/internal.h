@@ -27,6 +27,13 @@
 #define VMS_VMA_HEADROOM 1024                  /* VMAs left to the rest of the process */
 #define VMS_SLOT_EXT_BYTES 256                 /* room per slot for the task layer's record */
 
+/*
+ * The library's thread-local data: initial-exec, so that an access is an
+ * offset from the thread pointer and never a call to __tls_get_addr, which
+ * may allocate: safe in the signal handler, cheap on the hot path.
+ */
+#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
+
 _Static_assert(VMS_MAX_REGIONS <= 1u << (32 - VMS_SLOT_BITS), "a stack id has room for every region's index");
 
 /* The canary at the lowest word of a fiber's stack: the kernel's STACK_END_MAGIC, twice. */
@@ -208,6 +215,11 @@ void vms__os_decommit(void *addr, size_t bytes);
 int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode);
 /* Takes a guard of vms__os_guard's away: the bytes read and write again (as zeros, madvise). */
 int vms__os_unguard(void *addr, size_t bytes, vms_guard_mode mode);
+/*
+ * vms__os_guard (on) or vms__os_unguard without telling valgrind: for the
+ * tracer's tripwires, memory the program may use at any time (os.c says why).
+ */
+int vms__os_guard_raw(void *addr, size_t bytes, vms_guard_mode mode, bool on);
 int vms__os_release(void *addr, size_t bytes);
 void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
@@ -240,7 +252,7 @@ struct vms_thread_hot {
     struct vms_thread_cache *cache;
     bool ready;
 };
-extern __attribute__((tls_model("initial-exec"))) _Thread_local struct vms_thread_hot vms__hot;
+extern TLS_IE struct vms_thread_hot vms__hot;
 
 /*
  * Without a look at the configuration or the regions: the region of the

@@ -78,32 +78,42 @@ void vms__os_decommit(void *addr, size_t bytes)
         madvise(addr, bytes, MADV_DONTDUMP);
 }
 
-int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode)
+/*
+ * The guard alone, told to no sanitizer or valgrind.  The tracer's
+ * tripwires (src/trace/trace.c) need it: a tripwire lies in the live part
+ * of a stack, which the program may touch at any moment.  memcheck must
+ * not call such a touch an invalid write (the tracer catches the fault and
+ * moves the window down), nor take never-written stack bytes for defined
+ * when the window moves away.
+ */
+int vms__os_guard_raw(void *addr, size_t bytes, vms_guard_mode mode, bool on)
 {
     int rc = 0;
 
-    if (mode == VMS_GUARD_MADVISE) {
-        rc = madvise(addr, bytes, MADV_GUARD_INSTALL);
-        if (rc == 0)
-            vms__san_noaccess(addr, bytes);
-    } else if (mode == VMS_GUARD_MPROTECT) {
-        rc = mprotect(addr, bytes, PROT_NONE);
-    }
+    if (mode == VMS_GUARD_MADVISE)
+        rc = madvise(addr, bytes, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE);
+    else if (mode == VMS_GUARD_MPROTECT)
+        rc = mprotect(addr, bytes, on ? PROT_NONE : PROT_READ | PROT_WRITE);
     return rc ? -errno : 0;
+}
+
+/* valgrind sees an mprotect for itself; PTE guard markers it must be told about. */
+int vms__os_guard(void *addr, size_t bytes, vms_guard_mode mode)
+{
+    int rc = vms__os_guard_raw(addr, bytes, mode, true);
+
+    if (rc == 0 && mode == VMS_GUARD_MADVISE)
+        vms__san_noaccess(addr, bytes);
+    return rc;
 }
 
 int vms__os_unguard(void *addr, size_t bytes, vms_guard_mode mode)
 {
-    int rc = 0;
+    int rc = vms__os_guard_raw(addr, bytes, mode, false);
 
-    if (mode == VMS_GUARD_MADVISE) {
-        rc = madvise(addr, bytes, MADV_GUARD_REMOVE);
-        if (rc == 0)
-            vms__san_accessible(addr, bytes);
-    } else if (mode == VMS_GUARD_MPROTECT) {
-        rc = mprotect(addr, bytes, PROT_READ | PROT_WRITE);
-    }
-    return rc ? -errno : 0;
+    if (rc == 0 && mode == VMS_GUARD_MADVISE)
+        vms__san_accessible(addr, bytes);
+    return rc;
 }
 
 int vms__os_release(void *addr, size_t bytes)

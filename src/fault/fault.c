@@ -70,7 +70,6 @@ __attribute__((constructor)) static void install_lock_at_fork(void)
     vms__fork_mutex(VMS_FORK_FAULT_INSTALL, &install_lock);
 }
 
-#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
 static TLS_IE int alt_ready;           /* this thread has its altstack (or is getting it) */
 static TLS_IE vms_stack alt;
 static TLS_IE stack_t alt_prev;        /* the program's own altstack (before ours, or set since), restored at exit */

@@ -259,7 +259,7 @@ int vms__altstack_kernel(const stack_t *ss, stack_t *old);
 struct vms_altstack_range {
     char *lo, *hi;
 };
-extern __thread struct vms_altstack_range vms__altstack_own __attribute__((tls_model("initial-exec")));
+extern TLS_IE struct vms_altstack_range vms__altstack_own;
 /*
  * sigaltstack as the program sees it while the kernel keeps this thread's
  * alternate stack of ours: the program's own, recorded, read back as set.

@@ -33,8 +33,6 @@
 
 /* ---- text ---- */
 
-#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
-
 /* The report this thread is writing, when its lines stream out (vms__report_begin). */
 static TLS_IE struct vms_sbuf *streaming;
 static TLS_IE size_t sent;      /* bytes of streaming->p already written out */

@@ -85,7 +85,7 @@ struct vms_sched {
     vms_sched_stats stats;
 };
 
-static __attribute__((tls_model("initial-exec"))) _Thread_local struct vms_sched sched;
+static TLS_IE struct vms_sched sched;
 static _Atomic uint64_t next_id_block = 1;
 static _Atomic uint64_t next_serial = 1;
 /* Where sched lies from the thread pointer, the same in every thread: for debuggers (debugtable.h). */

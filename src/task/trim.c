@@ -22,7 +22,7 @@
 #define DEFAULT_IDLE_NS (1000 * 1000000ull)
 
 /* The calling thread's list, as its first fiber's ref + 1 (0: empty). */
-static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t untrimmed;
+static TLS_IE uint32_t untrimmed;
 
 static struct vms_fiber_desc *fiber_of_link(uint32_t link)
 {
