@@ -72,15 +72,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102
-#endif
-#ifndef MADV_GUARD_REMOVE
-#define MADV_GUARD_REMOVE 103
-#endif
-
-#define TLS_IE __thread __attribute__((tls_model("initial-exec")))
 #define TASKS_DEFAULT 16384    /* traced tasks alive at once, unless vms_trace_opts.max_tasks says */
 #define MAX_FRAMES ((size_t)1 << 20)
 #define RESULTS_MAX 1024       /* ended tasks kept one by one; beyond, one per start routine */
@@ -181,16 +172,10 @@ static uintptr_t window_bottom(const struct task *t, uintptr_t top)
     return top - min > t->window ? top - t->window : min;
 }
 
+/* Raw: the window is the program's own stack, which valgrind must not be told is out of bounds. */
 static int wire_set(uintptr_t at, size_t len, bool on)
 {
-    void *p = (void *)at;
-    int rc;
-
-    if (vms__g.mode == VMS_GUARD_MADVISE)
-        rc = madvise(p, len, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE);
-    else
-        rc = mprotect(p, len, on ? PROT_NONE : PROT_READ | PROT_WRITE);
-    return rc ? -errno : 0;
+    return vms__os_guard_raw((void *)at, len, vms__g.mode, on);
 }
 
 /*
