@@ -10,18 +10,8 @@
 # a shared library, and the error cases with their exit codes and messages.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
+. "$(dirname "$0")/lib.sh"
 SHLIB=$4
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-    echo "FAIL: $*"
-    FAILS=$((FAILS + 1))
-}
 
 # json_field NAME FIELD < JSON: a field of the function NAME (one function per line).
 json_field() { # FUNCTION FIELD < checkstack's JSON: the field of that function, as JSON
@@ -212,5 +202,4 @@ sys.exit(0 if agree * 100 >= 99 * total else 1)
 PY
 done
 
-[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
-echo "all checkstack tests passed"
+passed "all checkstack tests passed"

@@ -13,20 +13,10 @@
 # usage errors.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
+. "$(dirname "$0")/lib.sh"
 PAGE=$(getconf PAGESIZE)
 SLACK=64
 DEPTH=40
-
-fail() {
-    echo "FAIL: $*"
-    FAILS=$((FAILS + 1))
-}
 
 # rows HEADER < REPORT: the table rows of the chain whose header line starts with HEADER; a
 # folded recursion ("... N more entries of the same S-byte frame") as a line "FOLD N".
@@ -180,5 +170,4 @@ for args in "" "--warn-depth 0 -- true" "--warn-depth 101 -- true" "--warn-frame
     [ "$(echo "$err" | wc -l)" = 1 ] || fail "'trace $args': not one line: $err"
 done
 
-[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
-echo "all trace tests passed"
+passed "all trace tests passed"

@@ -11,22 +11,12 @@
 # chain had such a cut, at most MAX_RUNS times: at least one must have.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
+. "$(dirname "$0")/lib.sh"
 RUNS=50
 MAX_RUNS=100
 
-fail() {
-    echo "FAIL: $*"
-    FAILS=$((FAILS + 1))
-}
-
 # Lazy binding would put the loader's frames at printf's depth: bind at start.
-"$CC" -O1 -g -fno-optimize-sibling-calls -Wl,-z,now -o "$TMP/prog" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+compile prog -O1 -g -fno-optimize-sibling-calls -Wl,-z,now
 
 cut=0
 i=0
@@ -54,5 +44,4 @@ while [ $i -lt $RUNS ] || { [ $cut -eq 0 ] && [ $i -lt $MAX_RUNS ]; }; do
     grep -Eq 'printf|_IO_|_dl_' "$TMP/rows.txt" && fail "run $i: a frame of printf or the loader: $(tr '\n' ' ' < "$TMP/rows.txt")"
 done
 [ $cut -gt 0 ] || fail "no run of $i had its chain cut: printf did not overwrite it, nothing was tested"
-echo "ok: $i runs, all reaching main, $cut with frames lost where printf overwrote them"
-[ $FAILS -eq 0 ]
+passed "ok: $i runs, all reaching main, $cut with frames lost where printf overwrote them"

@@ -24,20 +24,10 @@
 # first called, which would make the depths depend on call order.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
+. "$(dirname "$0")/lib.sh"
 INC=$4
 LIB=$5
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
 export LD_BIND_NOW=1
-
-fail() {
-    echo "FAIL: $*"
-    FAILS=$((FAILS + 1))
-}
 
 (cd "$TMP" && "$CC" -O2 -g -fstack-usage -pthread -o trace_exact "$SRC") || { echo "FAIL: $CC did not build $SRC"; exit 1; }
 LEAF_SU=$(awk -F '\t' '{ n = split($1, p, ":"); if (p[n] == "sweep_leaf") print $2 }' "$TMP"/*.su)
@@ -150,5 +140,4 @@ if command -v python3 > /dev/null 2>&1; then
     echo "ok: python3 -c pass: depth $depth, PEAK $peak"
 fi
 
-[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
-echo "all exact trace tests passed"
+passed "all exact trace tests passed"

@@ -6,14 +6,10 @@
 # the report.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
+. "$(dirname "$0")/lib.sh"
 RUNS=50
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 
-"$CC" -O1 -pthread -o "$TMP/race" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+compile race -O1 -pthread
 "$TMP/race" || { echo "FAIL: the program fails plain"; exit 1; }
 i=0
 while [ $i -lt $RUNS ]; do
@@ -25,4 +21,4 @@ while [ $i -lt $RUNS ]; do
         exit 1
     fi
 done
-echo "ok: $RUNS exits while threads end, each with its report"
+passed "ok: $RUNS exits while threads end, each with its report"

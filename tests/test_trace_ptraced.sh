@@ -7,19 +7,9 @@
 # same program takes tripwire faults.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
+. "$(dirname "$0")/lib.sh"
 
-fail() {
-    echo "FAIL: $*"
-    FAILS=$((FAILS + 1))
-}
-
-"$CC" -O1 -g -o "$TMP/prog" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+compile prog -O1 -g
 OUT='232 hello, world 1 3.500000'
 
 # Not ptraced: tripwires, and no word of ptrace.
@@ -60,5 +50,4 @@ if command -v gdb > /dev/null 2>&1; then
 else
     echo "skipped: gdb is not installed"
 fi
-[ $FAILS -eq 0 ] && echo "ok: no tripwires under ptrace"
-[ $FAILS -eq 0 ]
+passed "ok: no tripwires under ptrace"

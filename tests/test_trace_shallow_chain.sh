@@ -6,13 +6,9 @@
 # switch to the alternate stack, so the chain starts work, mid.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/lib.sh"
 
-"$CC" -O1 -g -fno-optimize-sibling-calls -pthread -o "$TMP/shallow" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+compile shallow -O1 -g -fno-optimize-sibling-calls -pthread
 "$VMSTACK" trace --output "$TMP/report" -- "$TMP/shallow" > "$TMP/out" 2>&1 || { echo "FAIL: exit $?: $(cat "$TMP/out")"; exit 1; }
 grep -qx done "$TMP/out" || { echo "FAIL: printed $(cat "$TMP/out")"; exit 1; }
 # The thread's rows: the function of each entry.
@@ -24,4 +20,4 @@ if [ "$(head -2 "$TMP/rows" | tr '\n' ' ')" != "work mid " ]; then
     cat "$TMP/report"
     exit 1
 fi
-echo "ok: the shallow thread's chain starts $(tr '\n' ' ' < "$TMP/rows")"
+passed "ok: the shallow thread's chain starts $(tr '\n' ' ' < "$TMP/rows")"

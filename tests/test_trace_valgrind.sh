@@ -6,20 +6,10 @@
 # report says where its depths come from.
 set -u
 
-VMSTACK=$1
-CC=$2
-SRC=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-    echo "FAIL: $*"
-    FAILS=$((FAILS + 1))
-}
+. "$(dirname "$0")/lib.sh"
 
 command -v valgrind > /dev/null 2>&1 || { echo "skipped: valgrind is not installed"; exit 0; }
-"$CC" -O1 -g -pthread -o "$TMP/clean" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+compile clean -O1 -g -pthread
 "$VMSTACK" trace --output "$TMP/report.txt" -- valgrind -q --error-exitcode=9 "$TMP/clean" > "$TMP/out" 2> "$TMP/err"
 echo "valgrind exit $?, $(grep -c '^==[0-9]*== [A-Z]' "$TMP/err") memcheck errors in all"
 grep -qx clean "$TMP/out" || fail "printed $(cat "$TMP/out")"
@@ -27,5 +17,4 @@ grep -E '(trace|deadstack|tracetable)\.c:' "$TMP/err" > "$TMP/ours" && fail "mem
 grep -qx 'no tripwires: the process runs under valgrind; depths and chains come from the dead stacks of ended tasks alone' \
     "$TMP/report.txt" || fail "the report does not say it ran under valgrind: $(cat "$TMP/report.txt")"
 grep -q "start routine work, [1-9][0-9]* bytes" "$TMP/report.txt" || fail "no exact depth for the threads: $(cat "$TMP/report.txt")"
-[ $FAILS -eq 0 ] && echo "ok: no memcheck error from the tracer"
-[ $FAILS -eq 0 ]
+passed "ok: no memcheck error from the tracer"

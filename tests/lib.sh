@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+# The set-up the shell tests of the tracer and of checkstack share, sourced
+# after 'set -u' as . "$(dirname "$0")/lib.sh" by a script whose first
+# arguments are VMSTACK CC SRC (the vmstack command, the C compiler, the
+# source of the test's program):
+#   TMP                     a directory of the test's own, removed at exit
+#   fail MESSAGE            says the failure and counts it; the test goes on
+#   compile OUT CFLAGS...   SRC built into $TMP/OUT, or the test ends (exit 1)
+#   passed MESSAGE          the end: MESSAGE and exit 0, or exit 1 after failures
+VMSTACK=$1 CC=$2 SRC=$3
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() {
+    echo "FAIL: $*"
+    FAILS=$((FAILS + 1))
+}
+
+compile() {
+    out=$1
+    shift
+    "$CC" "$@" -o "$TMP/$out" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+}
+
+passed() {
+    [ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; exit 1; }
+    echo "$*"
+    exit 0
+}
