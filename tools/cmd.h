@@ -54,12 +54,18 @@ int cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format
  * With program set, options end at the first operand (what follows PROG is
  * PROG's); otherwise options and operands may be mixed.  Calls on(ctx, val,
  * value) for each option in order; a non-zero return stops and is returned.
- * Returns 0 with *first the index of the first operand, CMD_HELP for
- * -h/--help, or CMD_USAGE after the one-line usage error for an unknown
- * option or a missing value.
+ * cmd_options returns 0 with *first the index of the first operand,
+ * CMD_HELP for -h/--help, or CMD_USAGE after the one-line usage error for
+ * an unknown option or a missing value.
  */
 #define CMD_HELP (-1)
-int cmd_options(const char *sub, int argc, char **argv, const struct option *longopts, bool program,
-                int (*on)(void *ctx, int opt, const char *arg), void *ctx, int *first);
+struct cmd_parser {
+    const char *sub; /* the command its messages name */
+    const struct option *longopts;
+    bool program;
+    int (*on)(void *ctx, int opt, const char *arg);
+    void *ctx;
+};
+int cmd_options(const struct cmd_parser *p, int argc, char **argv, int *first);
 
 #endif

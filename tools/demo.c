@@ -228,10 +228,11 @@ static int no_option(void *ctx, int opt, const char *v)
 int cmd_demo(int argc, char **argv)
 {
     static const struct option none[] = {{0}};
+    static const struct cmd_parser parser = { "demo", none, false, no_option, NULL };
     vms_stack *st;
     int first, rc;
 
-    if ((rc = cmd_options("demo", argc, argv, none, false, no_option, NULL, &first)) == CMD_HELP) {
+    if ((rc = cmd_options(&parser, argc, argv, &first)) == CMD_HELP) {
         help();
         return CMD_OK;
     }

@@ -22,16 +22,16 @@ static void named(char **argv, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)len, a);
 }
 
-int cmd_options(const char *sub, int argc, char **argv, const struct option *longopts, bool program,
-                int (*on)(void *ctx, int opt, const char *arg), void *ctx, int *first)
+int cmd_options(const struct cmd_parser *p, int argc, char **argv, int *first)
 {
+    const struct option *longopts = p->longopts;
     struct option all[MAX_OPTIONS + 1];
     char shortopts[2 * MAX_OPTIONS + 4], name[64];
     size_t n = 0, k = 0;
     int c, rc;
 
     /* '+': PROG's own options after PROG are PROG's.  ':': a missing value is told apart. */
-    if (program)
+    if (p->program)
         shortopts[n++] = '+';
     shortopts[n++] = ':';
     shortopts[n++] = 'h';
@@ -54,9 +54,9 @@ int cmd_options(const char *sub, int argc, char **argv, const struct option *lon
             return CMD_HELP;
         if (c == ':' || c == '?') {
             named(argv, name, sizeof name);
-            return cmd_usage_error(sub, c == ':' ? "%s needs a value" : "unknown option '%s'", name);
+            return cmd_usage_error(p->sub, c == ':' ? "%s needs a value" : "unknown option '%s'", name);
         }
-        if ((rc = on(ctx, c, optarg)))
+        if ((rc = p->on(p->ctx, c, optarg)))
             return rc;
     }
     *first = optind;

@@ -232,10 +232,11 @@ static void all_options(struct option *out, size_t max)
 static int parse(int argc, char **argv, struct run_args *a)
 {
     struct option longopts[24];
+    const struct cmd_parser parser = { sub, longopts, true, on_option, a };
     int rc;
 
     all_options(longopts, sizeof longopts / sizeof longopts[0]);
-    rc = cmd_options(sub, argc, argv, longopts, true, on_option, a, &a->prog);
+    rc = cmd_options(&parser, argc, argv, &a->prog);
     if (rc == CMD_HELP)
         a->help = true;
     else if (rc)

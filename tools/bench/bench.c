@@ -269,6 +269,7 @@ int cmd_bench(int argc, char **argv)
 {
     const struct bench *chosen[64];
     const char *plot_dir = NULL;
+    const struct cmd_parser parser = { "bench", bench_options, false, on_option, &plot_dir };
     size_t n = 0;
     int first, rc;
 
@@ -279,7 +280,7 @@ int cmd_bench(int argc, char **argv)
         return bench_callgrind_child();
     if (argc == 3 && !strcmp(argv[1], "--echo-serve"))
         return bench_echo_serve(argv[2]);
-    if ((rc = cmd_options("bench", argc, argv, bench_options, false, on_option, &plot_dir, &first)) == CMD_HELP) {
+    if ((rc = cmd_options(&parser, argc, argv, &first)) == CMD_HELP) {
         help();
         return CMD_OK;
     }

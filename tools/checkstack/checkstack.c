@@ -104,12 +104,13 @@ static int on_option(void *ctx, int opt, const char *v)
 /* Options and BINARYs may come in any order. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+    const struct cmd_parser parser = { SUB, checkstack_options, false, on_option, o };
     vms_config cfg;
     int first, rc;
 
     vms_config_defaults(&cfg);
     *o = (struct opts){ .min = 100, .guard = cfg.guard_size };
-    if ((rc = cmd_options(SUB, argc, argv, checkstack_options, false, on_option, o, &first)))
+    if ((rc = cmd_options(&parser, argc, argv, &first)))
         return rc;
     if (first == argc)
         return cmd_usage_error(SUB, "no BINARY given");
