@@ -375,6 +375,7 @@ static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthr
 {
     size_t asked = stack_size_asked(attr) & ~(tls_align - 1);
     vms_stack given;
+    const struct vms_thread_start how = { .entry = run_entry, .arg = t, .start = (void *)t->fn };
     int rc;
 
     if (vms__stack_alloc(&t->st, stack_size_for(attr) + tls_room, vms__run_opts.guard_size))
@@ -390,7 +391,7 @@ static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthr
     memcpy(t->task->name, t->name, sizeof t->name);
     given = t->st;
     given.size = asked + tls_room;
-    if ((rc = -vms__thread_start_on(thread, attr, &given, run_entry, t, NULL, (void *)t->fn))) {
+    if ((rc = -vms__thread_start_on(thread, attr, &given, &how))) {
         vms_stack_free(&t->st);
         t->st.base = NULL;
         t->task = NULL;

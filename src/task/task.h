@@ -277,8 +277,15 @@ struct vms_pthread_fns {
     int (*detach)(pthread_t);
 };
 extern struct vms_pthread_fns vms__pthread;
-int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st, void *(*entry)(void *),
-                         void *arg, const char *name, void *start);
+/* A thread to start: its routine, and what its task record names (name NULL: none; start: its routine). */
+struct vms_thread_start {
+    void *(*entry)(void *);
+    void *arg;
+    const char *name;
+    void *start;
+};
+int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st,
+                         const struct vms_thread_start *how);
 void vms__thread_begin(void);
 int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **));
 int vms__thread_of(pthread_t t, vms_stack *st);

@@ -176,8 +176,8 @@ void *vms__attr_stackaddr(const pthread_attr_t *attr)
     return (void *)((uintptr_t)lo + size);
 }
 
-int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st, void *(*entry)(void *),
-                         void *arg, const char *name, void *start)
+int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_stack *st,
+                         const struct vms_thread_start *how)
 {
     struct vms_task *task = vms__task_of(st);
     pthread_attr_t a;
@@ -199,15 +199,15 @@ int vms__thread_start_on(pthread_t *t, const pthread_attr_t *attr, const vms_sta
         return vms__fail(rc, "pthread_attr_setstack refused a %zu KiB stack: %s", st->size >> 10, strerror(rc));
     if (task) {
         task->kind = VMS_TASK_THREAD;
-        task->start = start;
-        if (name)
-            strncpy(task->name, name, sizeof task->name - 1);
+        task->start = how->start;
+        if (how->name)
+            strncpy(task->name, how->name, sizeof task->name - 1);
         /* Before the thread runs: its pthread_getattr_np must see it. */
         task->detached = detached == PTHREAD_CREATE_DETACHED;
     }
     vms__thread_reap();
     vms__san_accessible(st->base, st->size);
-    if ((rc = vms__pthread.create(t, &a, entry, arg)))
+    if ((rc = vms__pthread.create(t, &a, how->entry, how->arg)))
         return rc == EINVAL ? vms__fail(rc, "pthread_create refused a %zu KiB stack: too small for the static TLS "
                                             "of this program? ask for a larger one", st->size >> 10)
                             : vms__fail(rc, "pthread_create: %s", strerror(rc));
@@ -231,6 +231,7 @@ static size_t stack_size_of(const pthread_attr_t *attr)
 
 int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *name)
 {
+    struct vms_thread_start how = { .entry = thread_entry, .name = name, .start = (void *)fn };
     struct start *s;
     vms_stack st;
     int rc;
@@ -245,7 +246,8 @@ int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void
         return vms__fail(ENOMEM, "out of memory for a thread's start record");
     }
     *s = (struct start){ .fn = fn, .arg = arg, .task = vms__task_of(&st) };
-    if ((rc = vms__thread_start_on(t, attr, &st, thread_entry, s, name, (void *)fn))) {
+    how.arg = s;
+    if ((rc = vms__thread_start_on(t, attr, &st, &how))) {
         free(s);
         vms_stack_free(&st);
     }
