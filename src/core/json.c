@@ -301,6 +301,24 @@ void vms__json_null(struct vms_json *j)
     puts_(j, "null");
 }
 
+void vms__json_key_str(struct vms_json *j, const char *key, const char *s)
+{
+    vms__json_key(j, key);
+    vms__json_str(j, s);
+}
+
+void vms__json_key_uint(struct vms_json *j, const char *key, unsigned long long v)
+{
+    vms__json_key(j, key);
+    vms__json_uint(j, v);
+}
+
+void vms__json_key_bool(struct vms_json *j, const char *key, bool v)
+{
+    vms__json_key(j, key);
+    vms__json_bool(j, v);
+}
+
 int vms__json_sink_fd(void *ctx, const char *p, size_t n)
 {
     return vms__os_write_all(*(int *)ctx, p, n);

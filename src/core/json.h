@@ -62,6 +62,10 @@ void vms__json_hex(struct vms_json *j, uint64_t v);               /* as a string
 void vms__json_double(struct vms_json *j, double v);              /* NaN, inf: null */
 void vms__json_bool(struct vms_json *j, bool v);
 void vms__json_null(struct vms_json *j);
+/* A member: its key, then its value. */
+void vms__json_key_str(struct vms_json *j, const char *key, const char *s);
+void vms__json_key_uint(struct vms_json *j, const char *key, unsigned long long v);
+void vms__json_key_bool(struct vms_json *j, const char *key, bool v);
 
 /* Sinks: to a descriptor with write(2) (async-signal-safe; ctx is an int *), and to a FILE *. */
 int vms__json_sink_fd(void *ctx, const char *p, size_t n);

@@ -441,14 +441,10 @@ static void json_row(struct vms_json *j, const struct row *r)
     vms__json_obj(j);
     vms__json_key(j, "tid");
     vms__json_int(j, r->tid);
-    vms__json_key(j, "name");
-    vms__json_str(j, r->name);
-    vms__json_key(j, "start");
-    vms__json_str(j, start);
-    vms__json_key(j, "stack_size");
-    vms__json_uint(j, r->stack);
-    vms__json_key(j, "guard_size");
-    vms__json_uint(j, r->user_stack ? 0 : r->guard);
+    vms__json_key_str(j, "name", r->name);
+    vms__json_key_str(j, "start", start);
+    vms__json_key_uint(j, "stack_size", r->stack);
+    vms__json_key_uint(j, "guard_size", r->user_stack ? 0 : r->guard);
     vms__json_key(j, "peak_bytes");
     if (r->measured)
         vms__json_uint(j, r->peak);
@@ -459,14 +455,10 @@ static void json_row(struct vms_json *j, const struct row *r)
         vms__json_double(j, r->stack ? (double)((r->peak * 10000 + r->stack / 2) / r->stack) / 100 : 0.0);
     else
         vms__json_null(j);
-    vms__json_key(j, "tls_bytes");
-    vms__json_uint(j, r->top);
-    vms__json_key(j, "user_stack");
-    vms__json_bool(j, r->user_stack);
-    vms__json_key(j, "running");
-    vms__json_bool(j, r->running);
-    vms__json_key(j, "count");
-    vms__json_uint(j, r->count);
+    vms__json_key_uint(j, "tls_bytes", r->top);
+    vms__json_key_bool(j, "user_stack", r->user_stack);
+    vms__json_key_bool(j, "running", r->running);
+    vms__json_key_uint(j, "count", r->count);
     vms__json_obj_end(j);
 }
 

@@ -184,22 +184,14 @@ static void print_text(const char *path, const struct frames *fr, const struct o
 static void print_json(struct vms_json *j, const char *path, const struct frames *fr, const struct opts *o)
 {
     vms__json_obj(j);
-    vms__json_key(j, "binary");
-    vms__json_str(j, path);
-    vms__json_key(j, "module");
-    vms__json_str(j, module_name(path));
-    vms__json_key(j, "symbols");
-    vms__json_str(j, fr->elf.symtab);
-    vms__json_key(j, "cfi");
-    vms__json_str(j, fr->cfi);
-    vms__json_key(j, "guard");
-    vms__json_uint(j, o->guard);
-    vms__json_key(j, "min");
-    vms__json_uint(j, o->min);
-    vms__json_key(j, "analysed");
-    vms__json_uint(j, fr->n);
-    vms__json_key(j, "without_cfi");
-    vms__json_uint(j, fr->nocfi);
+    vms__json_key_str(j, "binary", path);
+    vms__json_key_str(j, "module", module_name(path));
+    vms__json_key_str(j, "symbols", fr->elf.symtab);
+    vms__json_key_str(j, "cfi", fr->cfi);
+    vms__json_key_uint(j, "guard", o->guard);
+    vms__json_key_uint(j, "min", o->min);
+    vms__json_key_uint(j, "analysed", fr->n);
+    vms__json_key_uint(j, "without_cfi", fr->nocfi);
     vms__json_key(j, "functions");
     vms__json_arr(j);
     for (size_t i = 0; i < fr->n; i++) {
@@ -209,20 +201,15 @@ static void print_json(struct vms_json *j, const char *path, const struct frames
         if (!shown(f, o))
             continue;
         vms__json_obj(j);
-        vms__json_key(j, "name");
-        vms__json_str(j, f->fn->name);
+        vms__json_key_str(j, "name", f->fn->name);
         vms__json_key(j, "address");
         vms__json_hex(j, f->fn->addr);
-        vms__json_key(j, "frame");
-        vms__json_uint(j, f->frame);
-        vms__json_key(j, "dynamic");
-        vms__json_bool(j, f->dynamic);
-        vms__json_key(j, "clash");
-        vms__json_bool(j, is_clash(f, o));
-        vms__json_key(j, "probes");
-        vms__json_bool(j, f->probes);
-        vms__json_key(j, "source");
-        vms__json_str(j, elf_funcs_line(&fr->elf, f->fn->addr, line, sizeof line) ? line : NULL);
+        vms__json_key_uint(j, "frame", f->frame);
+        vms__json_key_bool(j, "dynamic", f->dynamic);
+        vms__json_key_bool(j, "clash", is_clash(f, o));
+        vms__json_key_bool(j, "probes", f->probes);
+        vms__json_key_str(j, "source",
+                          elf_funcs_line(&fr->elf, f->fn->addr, line, sizeof line) ? line : NULL);
         vms__json_obj_end(j);
     }
     vms__json_arr_end(j);
