@@ -36,6 +36,8 @@ int cmd_checkstack(int argc, char **argv);
  * install directory (VMS_PRELOAD_REL from the binary).  The path in out.
  */
 bool cmd_find_lib(const char *name, char *out, size_t n);
+/* Whether an executable prog is in a directory of PATH. */
+bool cmd_on_path(const char *prog);
 
 /*
  * The command's messages to stderr (say.c), safe on a small stack: the

@@ -155,17 +155,9 @@ static int check_file(const char *opt, const char *v, char *abs, size_t n)
 /* --plot: 0 if gnuplot is on PATH, else the usage error. */
 static int gnuplot_ready(struct run_args *a, const char *v)
 {
-    const char *path = getenv("PATH");
-    static char file[PATH_MAX]; /* not on the stack: see cmd_run */
-
     (void)a, (void)v;
-    for (const char *p = path ? path : ""; *p;) {
-        size_t n = strcspn(p, ":");
-        snprintf(file, sizeof file, "%.*s/gnuplot", (int)n, p);
-        if (n && access(file, X_OK) == 0)
-            return 0;
-        p += n + (p[n] == ':');
-    }
+    if (cmd_on_path("gnuplot"))
+        return 0;
     return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
 }
 

@@ -8,6 +8,7 @@
  * written, so DIR may hold other things.
  */
 #include "bench.h"
+#include "cmd.h"
 
 #include <errno.h>
 #include <spawn.h>
@@ -119,16 +120,8 @@ void bench_plot_variants(const char *key, const struct bench_variant *v, int n)
 
 int bench_plot_ready(void)
 {
-    const char *path = getenv("PATH");
-    char file[4096];
-
-    for (const char *p = path ? path : ""; *p;) {
-        size_t n = strcspn(p, ":");
-        snprintf(file, sizeof file, "%.*s/gnuplot", (int)n, p);
-        if (n && access(file, X_OK) == 0)
-            return 0;
-        p += n + (p[n] == ':');
-    }
+    if (cmd_on_path("gnuplot"))
+        return 0;
     fprintf(stderr, "vmstack bench: --plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)\n");
     return -1;
 }
