@@ -12,6 +12,7 @@
 //             work-stealing scheduler does): reported there, by name
 //   raii      vmstack::stack frees its stack, moves, and throws on bad sizes
 #include "vmstack.hpp"
+#include "check.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,23 +22,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::exit(1);                                                            \
-        }                                                                            \
-    } while (0)
-
 namespace ctx = boost::context;
-
-static std::size_t live_stacks()
-{
-    vms_stats s;
-
-    vms_stats_get(&s);
-    return s.live;
-}
 
 static void many()
 {

@@ -17,6 +17,7 @@
 //   libc          sscanf and snprintf on a context's stack
 //   deep          a recursion about 24 KiB deep on a 64 KiB stack
 #include "vmstack.hpp"
+#include "check.hpp"
 
 #include <boost/context/continuation.hpp>
 #include <boost/context/fiber.hpp>
@@ -30,23 +31,7 @@
 #include <stdexcept>
 #include <string>
 
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::exit(1);                                                                 \
-        }                                                                                 \
-    } while (0)
-
 namespace ctx = boost::context;
-
-static std::size_t live_stacks()
-{
-    vms_stats s;
-
-    vms_stats_get(&s);
-    return s.live;
-}
 
 static bool on_vmstack()
 {

@@ -19,6 +19,7 @@
 //             alone is ended (its join returns), the other four finish,
 //             every stack is freed
 #include "vmstack.hpp"
+#include "check.hpp"
 
 #include <boost/fiber/all.hpp>
 
@@ -33,25 +34,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::exit(1);                                                                 \
-        }                                                                                 \
-    } while (0)
-
 namespace fibers = boost::fibers;
 
 static const std::size_t kStack = 32 << 10;
-
-static std::size_t live_stacks()
-{
-    vms_stats s;
-
-    vms_stats_get(&s);
-    return s.live;
-}
 
 /* Whether the calling fiber runs on a live vmstack stack of at least kStack bytes. */
 static bool on_vmstack()
