@@ -12,6 +12,7 @@
  * warning for frames above 2048 bytes for tf_f2 only.
  */
 #include "check.h"
+#include "sp.h"
 #include "vmstack.h"
 
 #include <stdint.h>
@@ -29,18 +30,6 @@
 #endif
 
 static uintptr_t deepest;
-
-static uintptr_t stack_pointer(void)
-{
-    uintptr_t sp;
-
-#if defined(__aarch64__)
-    __asm__ volatile("mov %0, sp" : "=r"(sp));
-#else
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-#endif
-    return sp;
-}
 
 NOINLINE int tf_recurse(int n)
 {

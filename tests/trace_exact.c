@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "sp.h"
 #ifdef WITH_VMSTACK
 #include "vmstack.h"
 #endif
@@ -46,18 +48,6 @@
 
 static uintptr_t top;      /* the current task's stack top */
 static uintptr_t deepest;  /* the stack pointer at its deepest point */
-
-static inline uintptr_t stack_pointer(void)
-{
-    uintptr_t sp;
-
-#if defined(__aarch64__)
-    __asm__ volatile("mov %0, sp" : "=r"(sp));
-#else
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-#endif
-    return sp;
-}
 
 static void fill(volatile unsigned char *p, size_t n, unsigned char v)
 {

@@ -20,21 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp.h"
+
 #define NOINLINE __attribute__((noinline, noclone))
 
 static __thread uintptr_t deepest; /* lowest stack pointer seen */
-
-static uintptr_t stack_pointer(void)
-{
-    uintptr_t sp;
-
-#if defined(__aarch64__)
-    __asm__ volatile("mov %0, sp" : "=r"(sp));
-#else
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-#endif
-    return sp;
-}
 
 NOINLINE int frames_recurse(int n)
 {
