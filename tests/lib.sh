@@ -6,6 +6,9 @@
 #   TMP                     a directory of the test's own, removed at exit
 #   fail MESSAGE            says the failure and counts it; the test goes on
 #   compile OUT CFLAGS...   SRC built into $TMP/OUT, or the test ends (exit 1)
+#   traced_as_plain PROG [WHY]  $TMP/PROG plain, then under 'vmstack trace' with
+#                           the report in $TMP/report.txt: it must run plain (or
+#                           the test ends, WHY the likely reason) and print the same
 #   passed MESSAGE          the end: MESSAGE and exit 0, or exit 1 after failures
 VMSTACK=$1 CC=$2 SRC=$3
 TMP=$(mktemp -d) || exit 1
@@ -21,6 +24,12 @@ compile() {
     out=$1
     shift
     "$CC" "$@" -o "$TMP/$out" "$SRC" || { echo "FAIL: cannot compile"; exit 1; }
+}
+
+traced_as_plain() {
+    "$TMP/$1" > "$TMP/plain.out" || { echo "FAIL: the program fails plain${2:+ ($2)}"; exit 1; }
+    "$VMSTACK" trace --output "$TMP/report.txt" -- "$TMP/$1" > "$TMP/trace.out" || fail "exit $?"
+    cmp -s "$TMP/plain.out" "$TMP/trace.out" || fail "printed $(cat "$TMP/trace.out"), plain $(cat "$TMP/plain.out")"
 }
 
 passed() {

@@ -10,9 +10,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 compile jit -O1 -g
-"$TMP/jit" > "$TMP/plain.out" || { echo "FAIL: the program fails plain (no executable anonymous memory?)"; exit 1; }
-"$VMSTACK" trace --output "$TMP/report.txt" -- "$TMP/jit" > "$TMP/trace.out" || fail "exit $?"
-cmp -s "$TMP/plain.out" "$TMP/trace.out" || fail "printed $(cat "$TMP/trace.out"), plain $(cat "$TMP/plain.out")"
+traced_as_plain jit "no executable anonymous memory?"
 sed -n "/^main thread 'jit'/,/^\$/p" "$TMP/report.txt" > "$TMP/chain.txt"
 [ -s "$TMP/chain.txt" ] || fail "no chain for the main thread: $(cat "$TMP/report.txt")"
 grep -qx '  (partial: later calls overwrote part of the chain at that depth)' "$TMP/chain.txt" ||

@@ -10,9 +10,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 compile nocfi -O1 -g -pthread
-"$TMP/nocfi" > "$TMP/plain.out" || { echo "FAIL: the program fails plain"; exit 1; }
-"$VMSTACK" trace --output "$TMP/report.txt" -- "$TMP/nocfi" > "$TMP/trace.out" || fail "exit $?"
-cmp -s "$TMP/plain.out" "$TMP/trace.out" || fail "printed $(cat "$TMP/trace.out"), plain $(cat "$TMP/plain.out")"
+traced_as_plain nocfi
 sed -n "/^thread 'nocfi' .*start routine thread (running)/,/^\$/p" "$TMP/report.txt" > "$TMP/chain.txt"
 [ -s "$TMP/chain.txt" ] || fail "no chain for the running thread: $(cat "$TMP/report.txt")"
 grep -qx "     ... (callers unknown: this code has no call-frame information, as JIT-compiled code and a runtime's hand-written builtins have none)" "$TMP/chain.txt" ||
