@@ -20,15 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static __attribute__((noinline)) int bottomless(int n)
-{
-    volatile char frame[1024];
-
-    memset((char *)frame, n, sizeof frame);
-    if (n == 0) /* never: n counts up from 1; keeps the compiler from calling this infinite */
-        return 0;
-    return bottomless(n + 1) + frame[3];
-}
+#include "bottomless.h"
 
 static void *overflow_thread(void *arg)
 {

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bottomless.h"
+
 static __thread sigjmp_buf where;
 static volatile int caught;
 
@@ -27,16 +29,6 @@ static void null_deref(void)
 {
     if (!sigsetjmp(where, 1))
         *(volatile int *)NULL = 1;
-}
-
-static __attribute__((noinline)) int bottomless(int n)
-{
-    volatile char frame[1024];
-
-    memset((char *)frame, n, sizeof frame);
-    if (n == 0) /* never: n counts up from 1; keeps the compiler from calling this infinite */
-        return 0;
-    return bottomless(n + 1) + frame[3];
 }
 
 static void *thread(void *arg)

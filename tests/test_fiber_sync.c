@@ -8,11 +8,11 @@
  * two-thread cases are the ThreadSanitizer's.
  */
 #include "check.h"
+#include "room.h"
 #include "core/sanitizer.h"
 #include "overflow.h"
 #include "vmstack.h"
 
-#include <alloca.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -407,15 +407,7 @@ static int sweep_returned;
 /* Leaves about room bytes of stack below this frame, then waits for sm: the switch away may overflow. */
 static __attribute__((noinline)) int lock_low(size_t room)
 {
-    vms_stack st;
-    char *sp = (char *)__builtin_frame_address(0);
-    size_t left;
-    volatile char *pad;
-
-    CHECK_EQ(vms_fiber_stack(vms_fiber_current(), &st), 0);
-    left = (size_t)(sp - (char *)st.base);
-    pad = alloca(left > room + 512 ? left - room - 512 : 16);
-    pad[0] = 0;
+    LEAVE_ROOM(room);
     return vms_mutex_lock(&sm);
 }
 

@@ -7,10 +7,10 @@
  * ThreadSanitizer's case.
  */
 #include "check.h"
+#include "room.h"
 #include "core/sanitizer.h"
 #include "vmstack.h"
 
-#include <alloca.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -436,15 +436,7 @@ static int returned_n;
 /* Leaves about room bytes of stack below this frame, then waits: the switch away may overflow. */
 static __attribute__((noinline)) int wait_low(int fd, size_t room)
 {
-    vms_stack st;
-    char *sp = (char *)__builtin_frame_address(0);
-    size_t left;
-    volatile char *pad;
-
-    CHECK_EQ(vms_fiber_stack(vms_fiber_current(), &st), 0);
-    left = (size_t)(sp - (char *)st.base);
-    pad = alloca(left > room + 512 ? left - room - 512 : 16);
-    pad[0] = 0;
+    LEAVE_ROOM(room);
     return vms_wait_fd(fd, EPOLLIN, 200 * MS);
 }
 
