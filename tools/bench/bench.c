@@ -52,6 +52,15 @@ double bench_now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+void *bench_body(void *arg)
+{
+    char buf[BENCH_TOUCH];
+
+    memset(buf, (int)(intptr_t)arg, sizeof buf);
+    BENCH_KEEP(buf);
+    return NULL;
+}
+
 double bench_cpu_ns(void)
 {
     struct timespec ts;

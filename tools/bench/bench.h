@@ -62,6 +62,14 @@ double bench_thread_cpu_ns(void);
 /* Keeps the compiler from optimising away a value. */
 #define BENCH_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")
 
+/*
+ * The task the spawn benchmarks start (fibers, threads, the peers'):
+ * writes BENCH_TOUCH bytes of its stack with arg's value, the same work for
+ * every runtime measured.
+ */
+#define BENCH_TOUCH 256
+void *bench_body(void *arg);
+
 /* ---- output: a table for people, one JSON object for scripts ---- */
 
 /* Starts a section of the table ("alloc: one alloc+free of a 64 KiB stack"). */

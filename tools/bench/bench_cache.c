@@ -35,17 +35,7 @@
 #include <string.h>
 
 #define STACK (64 << 10)
-#define TOUCH 256
 #define BURST 64
-
-static void *body(void *arg)
-{
-    char buf[TOUCH];
-
-    memset(buf, (int)(intptr_t)arg, sizeof buf);
-    BENCH_KEEP(buf);
-    return NULL;
-}
 
 /* Spawn + join of n fibers, BURST at a time; 0, or -1 after printing why. */
 static int bursts(long n)
@@ -55,7 +45,7 @@ static int bursts(long n)
 
     for (long done = 0; done < n; done += BURST) {
         for (int i = 0; i < BURST; i++)
-            if (vms_fiber_spawn(&f[i], body, (void *)(intptr_t)i, &opts)) {
+            if (vms_fiber_spawn(&f[i], bench_body, (void *)(intptr_t)i, &opts)) {
                 fprintf(stderr, "vmstack bench cache: %s\n", vms_last_error());
                 return -1;
             }

@@ -28,6 +28,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 
+_Static_assert(PEERS_TOUCH == BENCH_TOUCH, "the peers' bodies write what bench_body does");
+
 #define PEERS_MODULE "vmstack-peers.so"
 
 static double (*boost_spawn)(enum peers_boost_stack kind, long iters);
@@ -47,15 +49,6 @@ static const char *open_module(void)
     return boost_spawn && boost_switch ? NULL : "lacks peers_boost_spawn or peers_boost_switch";
 }
 
-static void *body(void *arg)
-{
-    char buf[PEERS_TOUCH];
-
-    memset(buf, (int)(intptr_t)arg, sizeof buf);
-    BENCH_KEEP(buf);
-    return NULL;
-}
-
 static double run_vmstack_spawn(void *arg, long iters)
 {
     const vms_fiber_opts opts = { .stack_size = PEERS_STACK };
@@ -64,7 +57,7 @@ static double run_vmstack_spawn(void *arg, long iters)
 
     (void)arg;
     for (long i = 0; i < iters; i++)
-        if (vms_fiber_spawn(&f, body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
+        if (vms_fiber_spawn(&f, bench_body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
             abort();
     return bench_now_ns() - t0;
 }

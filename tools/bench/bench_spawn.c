@@ -16,16 +16,6 @@
 #include <unistd.h>
 
 #define STACK (64 << 10)
-#define TOUCH 256
-
-static void *body(void *arg)
-{
-    char buf[TOUCH];
-
-    memset(buf, (int)(intptr_t)arg, sizeof buf);
-    BENCH_KEEP(buf);
-    return NULL;
-}
 
 /* A fiber on a stack the caller made, through the same scheduler. */
 static void run_on(char *base, long i)
@@ -33,7 +23,7 @@ static void run_on(char *base, long i)
     struct vms_fiber_desc f;
     struct vms_task task;
 
-    if (vms__fiber_start(&f, &task, base, STACK, body, (void *)(intptr_t)i) ||
+    if (vms__fiber_start(&f, &task, base, STACK, bench_body, (void *)(intptr_t)i) ||
         vms__fiber_wait(&f, NULL))
         bench_fail("starting a fiber on a stack of its own");
 }
@@ -75,7 +65,7 @@ static double run_vmstack(void *arg, long iters)
 
     (void)arg;
     for (long i = 0; i < iters; i++)
-        if (vms_fiber_spawn(&f, body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
+        if (vms_fiber_spawn(&f, bench_body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
             bench_fail("vms_fiber_spawn and join");
     return bench_now_ns() - t0;
 }
@@ -90,13 +80,13 @@ int bench_spawn(void)
     const vms_fiber_opts opts = { .stack_size = STACK };
     vms_fiber probe;
 
-    if (vms_fiber_spawn(&probe, body, NULL, &opts) || vms_fiber_join(probe, NULL)) {
+    if (vms_fiber_spawn(&probe, bench_body, NULL, &opts) || vms_fiber_join(probe, NULL)) {
         fprintf(stderr, "vmstack bench spawn: %s\n", vms_last_error());
         return 1;
     }
     bench_compare(v, 3, 15, 200000);
     bench_title("spawn: spawn + run + join of a fiber writing %d bytes of its %d KiB stack (ns, median of 15)",
-                TOUCH, STACK >> 10);
+                BENCH_TOUCH, STACK >> 10);
     for (int i = 0; i < 3; i++)
         bench_row(v[i].name, v[i].median_ns, "ns", v[i].spread, "");
     bench_note("vmstack / heap = %.2fx (goal <= 1.1); mmap_guard / vmstack = %.0fx (goal >= 50)",

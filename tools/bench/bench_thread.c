@@ -19,18 +19,8 @@
 #include <string.h>
 
 #define STACK (64 << 10)
-#define TOUCH 256
 
 static pthread_attr_t attr;
-
-static void *body(void *arg)
-{
-    char buf[TOUCH];
-
-    memset(buf, (int)(intptr_t)arg, sizeof buf);
-    BENCH_KEEP(buf);
-    return NULL;
-}
 
 static double run_glibc(void *arg, long iters)
 {
@@ -39,7 +29,7 @@ static double run_glibc(void *arg, long iters)
 
     (void)arg;
     for (long i = 0; i < iters; i++)
-        if (pthread_create(&t, &attr, body, (void *)(intptr_t)i) || pthread_join(t, NULL))
+        if (pthread_create(&t, &attr, bench_body, (void *)(intptr_t)i) || pthread_join(t, NULL))
             bench_fail("pthread_create and join");
     return bench_cpu_ns() - t0;
 }
@@ -51,7 +41,7 @@ static double run_vmstack(void *arg, long iters)
 
     (void)arg;
     for (long i = 0; i < iters; i++)
-        if (vms_thread_create(&t, &attr, body, (void *)(intptr_t)i, NULL) || vms_thread_join(t, NULL))
+        if (vms_thread_create(&t, &attr, bench_body, (void *)(intptr_t)i, NULL) || vms_thread_join(t, NULL))
             bench_fail("vms_thread_create and join");
     return bench_cpu_ns() - t0;
 }
@@ -67,7 +57,7 @@ int bench_thread(void)
 
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, STACK);
-    if ((rc = vms_thread_create(&probe, &attr, body, NULL, "bench")) || (rc = vms_thread_join(probe, NULL))) {
+    if ((rc = vms_thread_create(&probe, &attr, bench_body, NULL, "bench")) || (rc = vms_thread_join(probe, NULL))) {
         fprintf(stderr, "vmstack bench thread: %s\n", vms_last_error());
         pthread_attr_destroy(&attr);
         return 1;
