@@ -13,6 +13,7 @@
  */
 #include "check.h"
 #include "sp.h"
+#include "tracereport.h"
 #include "vmstack.h"
 
 #include <stdint.h>
@@ -76,24 +77,6 @@ static void *shallow(void *arg)
     vms_yield();
     buf[0] = 1;
     return (void *)(intptr_t)(buf[0] + buf[5999] + (intptr_t)arg);
-}
-
-/* The report, read back from a file. */
-static char *report(void)
-{
-    FILE *f = tmpfile();
-    char *text;
-    long len;
-
-    CHECK(f);
-    CHECK_EQ(vms_trace_report(fileno(f)), 0);
-    len = ftell(f);
-    CHECK(len > 0);
-    CHECK((text = calloc(1, (size_t)len + 1)));
-    rewind(f);
-    CHECK(fread(text, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
-    return text;
 }
 
 struct row {
