@@ -70,6 +70,12 @@ double bench_thread_cpu_ns(void);
 #define BENCH_TOUCH 256
 void *bench_body(void *arg);
 
+/*
+ * dlopen of the peers module (vmstack-peers.so: Boost's stacks and
+ * contexts, built where Boost.Context is): NULL with *m its handle, or why not.
+ */
+const char *bench_peers_open(void **m);
+
 /* ---- output: a table for people, one JSON object for scripts ---- */
 
 /* Starts a section of the table ("alloc: one alloc+free of a 64 KiB stack"). */

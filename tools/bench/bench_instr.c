@@ -200,13 +200,11 @@ static const char *open_module(void)
         vms_stack_alloc_opts,
     };
     void (*init)(const struct peers_vms_api *);
-    char path[PATH_MAX];
+    const char *why;
     void *m;
 
-    if (!cmd_find_lib(PEERS_MODULE, path, sizeof path))
-        return "is neither next to the vmstack binary nor in its install directory";
-    if (!(m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-        return dlerror();
+    if ((why = bench_peers_open(&m)))
+        return why;
     peer_callcc = (peers_fn)dlsym(m, "peers_instr_callcc");
     peer_resume = (peers_fn)dlsym(m, "peers_instr_resume");
     peer_fiber = (peers_fn)dlsym(m, "peers_instr_fiber");

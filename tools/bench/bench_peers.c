@@ -35,15 +35,24 @@ _Static_assert(PEERS_TOUCH == BENCH_TOUCH, "the peers' bodies write what bench_b
 static double (*boost_spawn)(enum peers_boost_stack kind, long iters);
 static double (*boost_switch)(long iters);
 
-static const char *open_module(void)
+const char *bench_peers_open(void **m)
 {
     char path[PATH_MAX];
-    void *m;
 
     if (!cmd_find_lib(PEERS_MODULE, path, sizeof path))
         return "is neither next to the vmstack binary nor in its install directory";
-    if (!(m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+    if (!(*m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
         return dlerror();
+    return NULL;
+}
+
+static const char *open_module(void)
+{
+    const char *why;
+    void *m;
+
+    if ((why = bench_peers_open(&m)))
+        return why;
     boost_spawn = (double (*)(enum peers_boost_stack, long))dlsym(m, "peers_boost_spawn");
     boost_switch = (double (*)(long))dlsym(m, "peers_boost_switch");
     return boost_spawn && boost_switch ? NULL : "lacks peers_boost_spawn or peers_boost_switch";
