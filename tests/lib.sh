@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: MIT
 # The set-up the shell tests of the tracer and of checkstack share, sourced
 # after 'set -u' as . "$(dirname "$0")/lib.sh" by a script whose first
-# arguments are VMSTACK CC SRC (the vmstack command, the C compiler, the
+# arguments are VMSTACK [CC SRC] (the vmstack command, the C compiler, the
 # source of the test's program):
 #   TMP                     a directory of the test's own, removed at exit
 #   fail MESSAGE            says the failure and counts it; the test goes on
+#   check WHAT COMMAND...   runs COMMAND: "ok: WHAT", or a failure
 #   compile OUT CFLAGS...   SRC built into $TMP/OUT, or the test ends (exit 1)
 #   traced_as_plain PROG [WHY]  $TMP/PROG plain, then under 'vmstack trace' with
 #                           the report in $TMP/report.txt: it must run plain (or
 #                           the test ends, WHY the likely reason) and print the same
 #   passed MESSAGE          the end: MESSAGE and exit 0, or exit 1 after failures
-VMSTACK=$1 CC=$2 SRC=$3
+VMSTACK=$1 CC=${2:-} SRC=${3:-}
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0
@@ -18,6 +19,12 @@ FAILS=0
 fail() {
     echo "FAIL: $*"
     FAILS=$((FAILS + 1))
+}
+
+check() {
+    what=$1
+    shift
+    if "$@"; then echo "ok: $what"; else fail "$what"; fi
 }
 
 compile() {

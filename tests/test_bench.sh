@@ -4,14 +4,8 @@
 # runs, the JSON has every key with numbers, and --plot writes valid PNGs.
 # Not a timing test: no figure is compared with a goal.
 set -u
-VMSTACK=$1
-fail=0
-check() { # DESCRIPTION CONDITION...
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
-}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/lib.sh"
+dir=$TMP
 
 err=$("$VMSTACK" bench thread --plot 2>&1 >/dev/null); rc=$?
 check "--plot without a directory exits 2" test $rc -eq 2
@@ -83,4 +77,4 @@ done
 check "the table names every benchmark" grep -q "tlb: one turn" "$dir/table"
 check "unrelated files are left alone" test -f "$dir/unrelated.txt"
 
-exit $fail
+passed "all bench checks passed"

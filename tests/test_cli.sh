@@ -3,12 +3,7 @@
 # The vmstack command's contract: --help, exit codes, one-line usage errors,
 # the demo's figures, and bench alloc's JSON keys.
 set -u
-VMSTACK=$1
-fail=0
-check() { # DESCRIPTION CONDITION...
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 out=$("$VMSTACK" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
@@ -60,4 +55,4 @@ v = d["alloc_free_ns"]
 assert all(isinstance(v[k], (int, float)) and v[k] > 0 for k in ("malloc", "mmap_guard", "vmstack")), v
 ' "$json"
 
-exit $fail
+passed "all CLI checks passed"
