@@ -17,6 +17,16 @@ wait_ready() {
     done
 }
 skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
+# in_background SUB ARGS...: 'vmstack SUB --output $tmp/t -- ARGS' in the background, its output in
+# $tmp/out and $tmp/err, once the program printed its "ready" line; its pid in pid.
+in_background() {
+    ib_sub=$1
+    shift
+    : > "$tmp/out"
+    "$vmstack" "$ib_sub" --output "$tmp/t" -- "$@" > "$tmp/out" 2> "$tmp/err" &
+    pid=$!
+    wait_ready "$tmp/out"
+}
 
 # json FILE PYTHON-EXPR: evaluates EXPR with t = the table's threads, r = the table.
 # Strict: NaN and Infinity are not JSON, and the file must be valid UTF-8.
@@ -408,10 +418,7 @@ exec_pid)
 exec_sigqueue)
     # A sigqueue payload and its sender reach the program as sent: no relay in between.
     for sub in run trace; do
-        : > "$tmp/out"
-        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_signals" queue > "$tmp/out" 2> "$tmp/err" &
-        pid=$!
-        wait_ready "$tmp/out"
+        in_background $sub "$bin/run_signals" queue
         [ "$(sed -n 's/^ready //p' "$tmp/out")" = "$pid" ] || fail "$sub: the program is not the started pid $pid: $(cat "$tmp/out")"
         "$bin/run_signals" send "$pid" 4242 & sender=$!
         wait $sender || fail "$sub: sigqueue failed"
@@ -439,10 +446,7 @@ exec_group_term)
 exec_stop)
     # Job control as plain: SIGSTOP stops the program itself, SIGCONT goes on.
     for sub in run trace; do
-        : > "$tmp/out"
-        "$vmstack" $sub --output "$tmp/t" -- "$bin/run_signals" terms > "$tmp/out" 2> "$tmp/err" &
-        pid=$!
-        wait_ready "$tmp/out"
+        in_background $sub "$bin/run_signals" terms
         kill -STOP "$pid"
         i=0
         until [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat")" = T ]; do
