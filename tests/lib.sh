@@ -1,24 +1,36 @@
 # SPDX-License-Identifier: MIT
-# The set-up the shell tests of the tracer and of checkstack share, sourced
-# after 'set -u' as . "$(dirname "$0")/lib.sh" by a script whose first
-# arguments are VMSTACK [CC SRC] (the vmstack command, the C compiler, the
-# source of the test's program):
+# The set-up the shell tests share, sourced after 'set -u' and after the
+# script named its arguments, as . "$(dirname "$0")/lib.sh".  A test of
+# cases (one CTest test per case, the case in case_) ends at its first
+# failure; another counts its failures and ends with passed.  Uses VMSTACK,
+# and CC and SRC (the C compiler, the source of the test's program) for
+# compile.
 #   TMP                     a directory of the test's own, removed at exit
-#   fail MESSAGE            says the failure and counts it; the test goes on
+#   fail MESSAGE            says the failure: the case ends (exit 1), or the
+#                           failure is counted and the test goes on
+#   skip REASON             the case cannot run here: exit 77
 #   check WHAT COMMAND...   runs COMMAND: "ok: WHAT", or a failure
 #   compile OUT CFLAGS...   SRC built into $TMP/OUT, or the test ends (exit 1)
 #   traced_as_plain PROG [WHY]  $TMP/PROG plain, then under 'vmstack trace' with
 #                           the report in $TMP/report.txt: it must run plain (or
 #                           the test ends, WHY the likely reason) and print the same
 #   passed MESSAGE          the end: MESSAGE and exit 0, or exit 1 after failures
-VMSTACK=$1 CC=${2:-} SRC=${3:-}
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0
 
 fail() {
+    if [ -n "${case_:-}" ]; then
+        echo "FAIL ($case_): $*" >&2
+        exit 1
+    fi
     echo "FAIL: $*"
     FAILS=$((FAILS + 1))
+}
+
+skip() {
+    echo "SKIP (${case_:-$0}): $*" >&2
+    exit 77
 }
 
 check() {

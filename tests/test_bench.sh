@@ -4,6 +4,7 @@
 # runs, the JSON has every key with numbers, and --plot writes valid PNGs.
 # Not a timing test: no figure is compared with a goal.
 set -u
+VMSTACK=$1
 . "$(dirname "$0")/lib.sh"
 dir=$TMP
 

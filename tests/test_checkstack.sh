@@ -10,6 +10,7 @@
 # a shared library, and the error cases with their exit codes and messages.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 SHLIB=$4
 

@@ -3,6 +3,7 @@
 # The vmstack command's contract: --help, exit codes, one-line usage errors,
 # the demo's figures, and bench alloc's JSON keys.
 set -u
+VMSTACK=$1
 . "$(dirname "$0")/lib.sh"
 
 out=$("$VMSTACK" --help); rc=$?

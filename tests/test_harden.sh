@@ -6,10 +6,8 @@
 # Exit 0 pass, 1 fail, 77 skip (a tool the case needs is not installed).
 set -u
 case_=$1 vmstack=$2 bin=$3
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
-skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
+. "$(dirname "$0")/lib.sh"
+tmp=$TMP
 
 case $case_ in
 nofork)

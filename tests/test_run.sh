@@ -5,9 +5,8 @@
 # Exit 0 pass, 1 fail, 77 skip (a real program is not installed).
 set -u
 case_=$1 vmstack=$2 bin=$3
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+tmp=$TMP
 . "$(dirname "$0")/keeper.sh"
 # wait_ready FILE: until the program in the background wrote its "ready" line there.
 wait_ready() {
@@ -16,7 +15,6 @@ wait_ready() {
         wr=$((wr + 1)); [ $wr -lt 400 ] || fail "the program never got ready: $(cat "$1")"; sleep 0.05
     done
 }
-skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
 # in_background SUB ARGS...: 'vmstack SUB --output $tmp/t -- ARGS' in the background, its output in
 # $tmp/out and $tmp/err, once the program printed its "ready" line; its pid in pid.
 in_background() {

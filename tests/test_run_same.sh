@@ -7,10 +7,8 @@
 # Exit 0 pass, 1 fail, 77 skip (a program it needs is not installed).
 set -u
 case_=$1 vmstack=$2 bin=$3
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL ($case_): $*" >&2; exit 1; }
-skip() { echo "SKIP ($case_): $*" >&2; exit 77; }
+. "$(dirname "$0")/lib.sh"
+tmp=$TMP
 
 # each NAME CMD...: runs CMD plain, under run and under trace; NAME.{plain,run,trace}{,.err,.rc}.
 each() {

@@ -13,6 +13,7 @@
 # usage errors.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 PAGE=$(getconf PAGESIZE)
 SLACK=64

@@ -11,6 +11,7 @@
 # chain had such a cut, at most MAX_RUNS times: at least one must have.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 RUNS=50
 MAX_RUNS=100

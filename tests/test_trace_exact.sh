@@ -24,6 +24,7 @@
 # first called, which would make the depths depend on call order.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 INC=$4
 LIB=$5

@@ -6,6 +6,7 @@
 # the report.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 RUNS=50
 

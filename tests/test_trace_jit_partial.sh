@@ -7,6 +7,7 @@
 # as it does plain.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 
 compile jit -O1 -g

@@ -7,6 +7,7 @@
 # below it are all there, and the program runs as it does plain.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 
 compile nocfi -O1 -g -pthread

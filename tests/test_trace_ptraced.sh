@@ -7,6 +7,7 @@
 # same program takes tripwire faults.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 
 compile prog -O1 -g

@@ -6,6 +6,7 @@
 # switch to the alternate stack, so the chain starts work, mid.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 
 compile shallow -O1 -g -fno-optimize-sibling-calls -pthread

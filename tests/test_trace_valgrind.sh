@@ -6,6 +6,7 @@
 # report says where its depths come from.
 set -u
 
+VMSTACK=$1 CC=$2 SRC=$3
 . "$(dirname "$0")/lib.sh"
 
 command -v valgrind > /dev/null 2>&1 || { echo "skipped: valgrind is not installed"; exit 0; }
