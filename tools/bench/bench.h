@@ -69,6 +69,8 @@ double bench_thread_cpu_ns(void);
  */
 #define BENCH_TOUCH 256
 void *bench_body(void *arg);
+/* Wall time of iters fibers of stack bytes, each spawned, run to its end (bench_body) and joined. */
+double bench_spawn_join(size_t stack, long iters);
 
 /*
  * dlopen of the peers module (vmstack-peers.so: Boost's stacks and

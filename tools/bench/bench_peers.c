@@ -60,15 +60,8 @@ static const char *open_module(void)
 
 static double run_vmstack_spawn(void *arg, long iters)
 {
-    const vms_fiber_opts opts = { .stack_size = PEERS_STACK };
-    double t0 = bench_now_ns();
-    vms_fiber f;
-
     (void)arg;
-    for (long i = 0; i < iters; i++)
-        if (vms_fiber_spawn(&f, bench_body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
-            abort();
-    return bench_now_ns() - t0;
+    return bench_spawn_join(PEERS_STACK, iters);
 }
 
 static double run_boost_spawn(void *arg, long iters)

@@ -57,17 +57,22 @@ static double run_mmap_guard(void *arg, long iters)
     return bench_now_ns() - t0;
 }
 
-static double run_vmstack(void *arg, long iters)
+double bench_spawn_join(size_t stack, long iters)
 {
-    const vms_fiber_opts opts = { .stack_size = STACK };
+    const vms_fiber_opts opts = { .stack_size = stack };
     double t0 = bench_now_ns();
     vms_fiber f;
 
-    (void)arg;
     for (long i = 0; i < iters; i++)
         if (vms_fiber_spawn(&f, bench_body, (void *)(intptr_t)i, &opts) || vms_fiber_join(f, NULL))
             bench_fail("vms_fiber_spawn and join");
     return bench_now_ns() - t0;
+}
+
+static double run_vmstack(void *arg, long iters)
+{
+    (void)arg;
+    return bench_spawn_join(STACK, iters);
 }
 
 int bench_spawn(void)
