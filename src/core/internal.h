@@ -228,6 +228,13 @@ long vms__os_max_map_count(void);
 /* At least this much, whatever the kernel says: an x86-64 frame with AVX-512 state, the red zone. */
 #define VMS_SIGFRAME_MIN ((size_t)16 << 10)
 size_t vms__os_sigframe(void);
+/*
+ * One write(2) of at most max of the *len bytes at *p, again after EINTR;
+ * *p and *len move past what was written.  0, or -errno (-EAGAIN: a
+ * non-blocking fd is full), -EIO for a write of nothing.  Async-signal-safe.
+ */
+int vms__os_write_some(int fd, const char **p, size_t *len, size_t max);
+/* All of p, through short writes and EINTR: 0 or -errno.  Async-signal-safe. */
 int vms__os_write_all(int fd, const char *p, size_t len);
 
 /*

@@ -223,18 +223,27 @@ long vms__os_max_map_count(void)
     return v;
 }
 
-/* Writes all of p, through short writes and EINTR.  0 or -errno.  Async-signal-safe. */
+int vms__os_write_some(int fd, const char **p, size_t *len, size_t max)
+{
+    ssize_t n;
+
+    do
+        n = write(fd, *p, *len < max ? *len : max);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n < 0 ? -errno : -EIO;
+    *p += n;
+    *len -= (size_t)n;
+    return 0;
+}
+
 int vms__os_write_all(int fd, const char *p, size_t len)
 {
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
+    int rc;
+
+    while (len)
+        if ((rc = vms__os_write_some(fd, &p, &len, len)))
+            return rc;
     return 0;
 }
 

@@ -69,20 +69,14 @@ int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_
     while (len) {
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
         int64_t ms = (deadline - vms__fd_now_ns()) / 1000000;
-        int r = ms > 0 ? poll(&pfd, 1, (int)ms) : 0;
-        ssize_t n;
+        int r = ms > 0 ? poll(&pfd, 1, (int)ms) : 0, rc;
 
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return r < 0 ? -errno : -ETIMEDOUT;
-        n = write(fd, p, len < piece ? len : piece);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
+        if ((rc = vms__os_write_some(fd, &p, &len, piece)))
+            return rc;
     }
     return 0;
 }

@@ -15,6 +15,7 @@
  * with exit status 1 if the program itself succeeded.
  */
 #include "preload/outfile.h"
+#include "core/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,22 +43,19 @@ static int fail(const char *what, const char *path, int err)
 static int write_waiting(int fd, const char *p, size_t len)
 {
     while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            int r = poll(&pfd, 1, WRITE_TIMEOUT_MS);
-            if (r == 0)
-                return -ETIMEDOUT;
-            if (r < 0 && errno != EINTR)
-                return -errno;
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int rc = vms__os_write_some(fd, &p, &len, len), r;
+
+        if (rc != -EAGAIN) {
+            if (rc)
+                return rc;
             continue;
         }
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
+        r = poll(&pfd, 1, WRITE_TIMEOUT_MS);
+        if (r == 0)
+            return -ETIMEDOUT;
+        if (r < 0 && errno != EINTR)
+            return -errno;
     }
     return 0;
 }
