@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -493,6 +494,55 @@ VMS_API int vms_wait_fd(int fd, uint32_t events, int64_t timeout_ns);
  * negative errno.
  */
 VMS_API int vms_fd_close(int fd);
+
+/* ---- blocking calls off the thread: offload, file I/O ---- */
+
+/*
+ * Runs fn(arg) on a helper thread while the calling fiber waits; its
+ * thread runs its other fibers meanwhile, or sleeps in epoll_wait, woken
+ * when fn returns.  For calls that block and have no non-blocking form:
+ * getaddrinfo, fsync, a file read from a slow disk, a library's own I/O.
+ * Fills *result (may be NULL) with what fn returned.  Called outside a
+ * fiber (a thread without fibers, or a thread's own stack), it just calls
+ * fn: there is nothing else to run.
+ *
+ * The helpers are made as needed, up to 16 (calls beyond wait in a FIFO
+ * queue), on guarded vmstack stacks of 256 KiB named "vmstack-offload",
+ * with every signal blocked but the synchronous ones; one idle for 10
+ * seconds exits.  fn runs on another thread: thread-local variables
+ * (errno too) are the helper's, fn must not use vmstack's fiber calls
+ * (it is no fiber), and what fn shares with the fiber's thread needs the
+ * usual care; fn's writes are visible to the fiber when vms_offload
+ * returns.  A vms_fiber_wake meanwhile is kept for the next
+ * vms_fiber_park.  The call is handed over only once the fiber can no
+ * longer be killed before it waits (no room to switch away): a killed
+ * fiber's fn never ran.  After fork(), the child has no helpers and no
+ * queued calls: inherited fibers that waited in vms_offload wait for ever
+ * (the child should not run them, as said above), and the child's own
+ * calls get new helpers.  Returns 0, or:
+ *   -EINVAL  fn is NULL
+ *   -EAGAIN  no helper thread exists and none could be started
+ *            (pthread_create's error; also -ENOMEM, -ENOSPC for its stack)
+ *   -ENOMEM, -EMFILE  the thread's wake port (an eventfd, made on the
+ *            first wait of the thread) could not be made
+ */
+VMS_API int vms_offload(void *(*fn)(void *), void *arg, void **result);
+
+/*
+ * pread(2) and pwrite(2) that do not stall the calling fiber's thread.
+ * vms_pread reads what the page cache holds at once (preadv2 with
+ * RWF_NOWAIT, no system call more than pread's) and the rest, if any,
+ * through vms_offload; vms_pwrite always goes through vms_offload
+ * (buffered writes may wait on dirty-page throttling and journal locks).
+ * Outside a fiber they are plain pread and pwrite.  As those, they may
+ * transfer less than count (at the end of the file, or when part was read
+ * and the rest failed; the error then comes with the next call).  Return
+ * the bytes read or written, or a negative errno: pread's and pwrite's
+ * (-EBADF, -ESPIPE for a pipe or socket, -EFAULT, -EINVAL, -EIO, ...) and
+ * vms_offload's.
+ */
+VMS_API ssize_t vms_pread(int fd, void *buf, size_t count, off_t offset);
+VMS_API ssize_t vms_pwrite(int fd, const void *buf, size_t count, off_t offset);
 
 /*
  * Fiber synchronisation: a mutex, a condition variable, a bounded channel

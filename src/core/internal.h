@@ -180,6 +180,7 @@ enum vms_fork_rank {
     VMS_FORK_UNWIND,      /* fault: no thread inside libunwind (it holds the loader's lock) */
     VMS_FORK_RUN_OUTPUT,  /* preload: the table's output lock */
     VMS_FORK_TASK,        /* task: the reap list of detached threads */
+    VMS_FORK_OFFLOAD,     /* task: the offload pool's queue; its helpers do not survive fork */
     VMS_FORK_RUN_ROWS,    /* preload: the table's rows */
     VMS_FORK_TRACE_CONFIG, /* trace: turning tracing on, around the fault layer's set-up */
     VMS_FORK_FAULT_INSTALL, /* fault: the handler's installation */

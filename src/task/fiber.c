@@ -733,15 +733,27 @@ int vms_run(void)
 
 /* ---- waiting (the rest is in wait.c) ---- */
 
-void vms__sched_block(void)
+static inline void block(void (*then)(void *), void *arg)
 {
     struct vms_sched *s = &sched;
     struct vms_fiber_desc *cur = s->current;
 
     leave_check(s, cur);
+    if (then)
+        then(arg);
     vms__trim_note(cur);
     ring_del(s, cur);
     switch_to(s, cur, s->ring ? s->ring : &s->main);
+}
+
+void vms__sched_block(void)
+{
+    block(NULL, NULL);
+}
+
+void vms__sched_block_then(void (*then)(void *), void *arg)
+{
+    block(then, arg);
 }
 
 void vms__sched_ready(struct vms_fiber_desc *f)

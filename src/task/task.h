@@ -68,6 +68,7 @@ enum vms_fiber_wait {
     VMS_WAIT_PARK,     /* in vms_fiber_park, until vms_fiber_wake */
     VMS_WAIT_SLEEP,    /* in vms_sleep_ns, until wait_deadline */
     VMS_WAIT_FD,       /* in vms_wait_fd on wait_fd, until ready or wait_deadline (when wait_heap) */
+    VMS_WAIT_OFFLOAD,  /* in vms_offload, until a helper thread posts the call's end */
 };
 
 _Static_assert(sizeof(struct vms_fiber_desc) <= VMS_SLOT_EXT_BYTES, "a fiber descriptor fits its slot");
@@ -147,6 +148,13 @@ int vms__fiber_wait(struct vms_fiber_desc *f, vms_fiber_status *st);
  *     heap and the fd table.
  */
 void vms__sched_block(void);
+/*
+ * As vms__sched_block, calling then(arg) once the fiber can no longer be
+ * killed before it has switched away (after the stack probe and the canary
+ * check): whatever then() starts is sure to find the fiber waiting.  then()
+ * runs on the fiber's stack within the probed headroom: a few small frames.
+ */
+void vms__sched_block_then(void (*then)(void *), void *arg);
 void vms__sched_ready(struct vms_fiber_desc *f);
 bool vms__sched_owns(const struct vms_fiber_desc *f);
 bool vms__wait_idle(void);
@@ -252,6 +260,26 @@ void vms__fls_end(struct vms_fiber_sync *sync);
  */
 int vms__park_until(uint64_t deadline);
 void vms__wake_discard(struct vms_fiber_desc *f);
+
+/*
+ * wait.c, for offload.c: a fiber waits for a call another thread makes for
+ * it.  vms__offload_block blocks the current fiber (VMS_WAIT_OFFLOAD) until
+ * vms__offload_post(port, p) is called with p->f and p->id naming it; *port
+ * is the thread's wake port, set before submit(arg) runs, which is called as
+ * vms__sched_block_then's then.  A vms_fiber_wake meanwhile stays saved for
+ * the next vms_fiber_park.  Returns 0, or -ENOMEM, -EMFILE (the port; then
+ * submit was not called).  p lives in the waiting fiber's frame: the fiber
+ * cannot go on before its thread has taken p off the port, so the poster
+ * must not touch p (nor what holds it) after the post.
+ */
+struct vms_wait_port;
+struct vms_offload_post {
+    struct vms_offload_post *next;  /* in the port's list, under its lock */
+    struct vms_fiber_desc *f;
+    uint64_t id;                    /* f's id when it blocked */
+};
+int vms__offload_block(struct vms_wait_port **port, void (*submit)(void *), void *arg);
+void vms__offload_post(struct vms_wait_port *port, struct vms_offload_post *p);
 
 /*
  * thread.c: threads on vmstack stacks.  vms__pthread holds the pthread

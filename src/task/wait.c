@@ -78,6 +78,7 @@ struct vms_wait_port {
     bool sleeping;              /* the owner is in (or about to enter) epoll_wait */
     struct wake_req *q;         /* posted wakes, under lock */
     size_t n, cap;
+    struct vms_offload_post *done; /* offloaded calls that have ended, under lock (offload.c) */
     struct vms_wait_port *next_free;
 };
 
@@ -95,7 +96,7 @@ struct waiter {
     uint32_t heap_n, heap_cap;
     struct fd_entry *fds;
     uint32_t nfds;
-    size_t parked, fd_waits;        /* fibers in vms_fiber_park, in vms_wait_fd */
+    size_t parked, fd_waits;        /* fibers in vms_fiber_park or vms_offload, in vms_wait_fd */
     size_t verify_n;                /* of those in vms_wait_fd, the ones with wait_verify */
     uint64_t verify_at;             /* when verify_n: the next sweep for due checks (ns) */
     uint64_t now;                   /* CLOCK_MONOTONIC ns when the thread last idled: a wait's start, roughly */
@@ -134,6 +135,7 @@ static void waiter_free(void *p)
         pthread_mutex_lock(&w->port->lock);
         w->port->sleeping = false;
         w->port->n = 0;
+        w->port->done = NULL;
         pthread_mutex_unlock(&w->port->lock);
         pthread_mutex_lock(&free_lock);
         w->port->next_free = free_ports;
@@ -327,7 +329,7 @@ static void forget(struct waiter *w, struct vms_fiber_desc *f)
             w->verify_n--;
         f->wait_verify = false;
         w->fd_waits--;
-    } else if (f->wait == VMS_WAIT_PARK) {
+    } else if (f->wait == VMS_WAIT_PARK || f->wait == VMS_WAIT_OFFLOAD) {
         w->parked--;
     }
     f->wait = VMS_WAIT_NONE;
@@ -466,9 +468,27 @@ static void verify_sweep(struct waiter *w, uint64_t now)
 /* Posted wakes: ready those still parked; the others keep the saved wake for their next park. */
 static bool take_wake(struct vms_fiber_desc *f);
 
+/*
+ * Offloaded calls that ended: ready their fibers.  A post names a fiber
+ * that is sure to wait in vms_offload, unless its thread exited and the
+ * port went to another thread (the fiber leaked): the check is for that.
+ */
+static void offload_drain(struct waiter *w, struct vms_offload_post *p)
+{
+    while (p) {
+        struct vms_offload_post *next = p->next;
+        struct vms_fiber_desc *f = p->f;
+
+        if (atomic_load(&f->id) == p->id && vms__sched_owns(f) && f->wait == VMS_WAIT_OFFLOAD)
+            wake(w, f, 0);
+        p = next;
+    }
+}
+
 static void port_drain(struct waiter *w)
 {
     struct vms_wait_port *p = w->port;
+    struct vms_offload_post *done;
     struct wake_req *q;
     size_t n;
 
@@ -478,7 +498,10 @@ static void port_drain(struct waiter *w)
     n = p->n;
     p->q = NULL;
     p->n = p->cap = 0;
+    done = p->done;
+    p->done = NULL;
     pthread_mutex_unlock(&p->lock);
+    offload_drain(w, done);
     for (size_t i = 0; i < n; i++) {
         struct vms_fiber_desc *f = q[i].f;
 
@@ -549,7 +572,7 @@ bool vms__wait_idle(void)
     tmo = idle_timeout(w, &ts);
     if (w->port) {
         pthread_mutex_lock(&w->port->lock);
-        if (w->port->n)
+        if (w->port->n || w->port->done)
             tmo = &zero; /* wakes are waiting already: only look */
         else
             w->port->sleeping = true;
@@ -659,6 +682,42 @@ int vms__park_until(uint64_t deadline)
 void vms__wake_discard(struct vms_fiber_desc *f)
 {
     (void)take_wake(f);
+}
+
+/* ---- calls made by other threads (offload.c) ---- */
+
+int vms__offload_block(struct vms_wait_port **port, void (*submit)(void *), void *arg)
+{
+    struct vms_fiber_desc *f = vms__fiber_current();
+    struct waiter *w;
+    int rc;
+
+    if (!(w = waiter_get()))
+        return -ENOMEM;
+    if ((rc = port_get(w)))
+        return rc;
+    *port = w->port;
+    f->wait = VMS_WAIT_OFFLOAD;
+    f->wait_result = 0;
+    w->parked++;
+    f->wait_since = w->now;
+    /* Submitted only once nothing can kill the fiber before it waits: the call never outlives its caller. */
+    vms__sched_block_then(submit, arg);
+    return 0;
+}
+
+void vms__offload_post(struct vms_wait_port *p, struct vms_offload_post *post)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&p->lock);
+    post->next = p->done;
+    p->done = post;
+    if (p->sleeping) {
+        p->sleeping = false;
+        (void)!write(p->efd, &one, sizeof one);
+    }
+    pthread_mutex_unlock(&p->lock);
 }
 
 int vms_fiber_park(void)
