@@ -67,6 +67,7 @@ nums(e, ("connections", "idle_connections", "fiber_vs_epoll", "fiber_vs_threads"
 if "go: skipped" not in table:
     nums(e, ("fiber_vs_go",))
     nums(e["msg_64"]["req_per_s"], ("go-1p", "go"))
+nums(d["offload"], ("file_read_vs_threadpool", "file_read_vs_threadpool_cached"))
 t = d["tlb"]
 for series in ("guarded_4k", "huge_2m"):
     nums(t[series], ("1", "10", "100", "1000"))

@@ -37,6 +37,8 @@ static const struct bench benches[] = {
     { "echo", "a TCP echo server, 1,000 connections, 64 and 512 B: fibers (a thread per CPU, one thread) vs a "
               "thread per connection vs an epoll loop vs Go; memory per idle connection (10,000), trimmed", bench_echo },
     /* Last: a million stacks leave more memory mapped than fork() can account for afterwards. */
+    { "offload", "a file read whole in 64 KiB blocks: vms_pread from 64 fibers of one thread vs pread on 16 "
+                 "threads, from the page cache and from the disk", bench_offload },
     { "scale", "1,000,000 live fibers: VMAs, RSS and time; the mprotect mode's VMA ceiling (one shot)",
       bench_scale },
 };

@@ -177,6 +177,7 @@ int bench_echo(void);   /* bench_echo.c */
 /* 'vmstack bench --echo-serve KIND': a server of bench_echo on fd 3, measured by callgrind. */
 int bench_echo_serve(const char *kind);
 int bench_ring(void);
+int bench_offload(void); /* bench_offload.c */
 int bench_peers(void); /* bench_peers.c, with Boost.Context's side in peers_boost.cpp */
 int bench_instructions(void); /* bench_instr.c, with the C++ paths in peers_instr.cpp */
 /* 'vmstack bench --callgrind-child': the measured side of bench_instructions, under callgrind. */
