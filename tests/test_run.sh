@@ -143,6 +143,22 @@ overflow)
         grep -Eq '^ +[0-9]+  run_overflow +main +1M +1M +10[0-9]{5} +(99\.[0-9]|100\.0)%$' "$tmp/err" ||
         fail "main: the table after the report: $(cat "$tmp/err")"
     ;;
+quiet)
+    # --quiet: no table (nor trace's chains) at exit, the program's own output and status untouched;
+    # the table still after an overflow's report (from the keeper) and into --output.
+    for sub in run trace; do
+        "$vmstack" $sub --quiet -- "$bin/run_recurse" 20 > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && [ ! -s "$tmp/err" ] || fail "$sub --quiet: exit $rc, stderr: $(cat "$tmp/err")"
+        grep -qx '[0-9]*' "$tmp/out" || fail "$sub --quiet: stdout: $(cat "$tmp/out")"
+        "$vmstack" $sub -q --output "$tmp/t" -- "$bin/run_recurse" 20 > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^vmstack run: stack usage of run_recurse' "$tmp/t" ||
+            fail "$sub -q --output: exit $rc, stderr: $(cat "$tmp/err"), file: $(cat "$tmp/t")"
+        keeper_run "$tmp/err" "$vmstack" $sub --quiet --stack-size 64K -- "$bin/run_overflow" > "$tmp/out"; rc=$?
+        [ "$rc" = 139 ] && grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" &&
+            grep -qx 'vmstack run: stack usage of run_overflow (pid [0-9]*) at death by SIGSEGV' "$tmp/err" ||
+            fail "$sub --quiet, overflow: exit $rc: $(cat "$tmp/err")"
+    done
+    ;;
 overflow_names_command)
     # The report's last line names the command in use, whose --stack-size sizes the thread's stack.
     for sub in run trace; do

@@ -38,7 +38,7 @@ static const char *sub = "run";
 
 struct run_args {
     const char *guard, *stack_size, *output, *report_signal, *plot, *folded;
-    bool json, help, allow_unprotected;
+    bool json, help, allow_unprotected, quiet;
     int prog; /* index of PROG in argv */
 };
 
@@ -60,6 +60,8 @@ static void help(void)
            "                        glibc's, from ulimit -s); find the smallest safe one\n"
            "  --json                the table as JSON\n"
            "  --output FILE         the table replaces FILE (default: stderr)\n"
+           "  -q, --quiet           no table on stderr at exit unless an overflow was\n"
+           "                        reported (--output, --plot, --folded still written)\n"
            "  --report-signal SIG   also print the table on signal SIG (e.g. USR1); the\n"
            "                        program only, not the processes it starts\n"
            "  --allow-unprotected   run a setuid, setgid or file-capability program\n"
@@ -184,6 +186,7 @@ static const struct option run_options[] = {
     {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"folded", required_argument, NULL, OPT_FOLDED},
+    {"quiet", no_argument, NULL, 'q'},
     {0},
 };
 
@@ -206,6 +209,9 @@ static int on_option(void *ctx, int opt, const char *v)
         return check_signal(a->report_signal = v);
     case OPT_ALLOW_UNPROTECTED:
         a->allow_unprotected = true;
+        return 0;
+    case 'q':
+        a->quiet = true;
         return 0;
     case OPT_PLOT:
         a->plot = v;
@@ -597,7 +603,7 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
     /* Tracing is the command's, not inherited: a 'vmstack run' in a traced program's process tree runs. */
     rc = setenv("LD_PRELOAD", ld, 1) | setenv("VMSTACK_RUN_PID", pid, 1) |
          (strcmp(sub, "trace") ? unsetenv("VMSTACK_RUN_TRACE") : setenv("VMSTACK_RUN_TRACE", "1", 1)) |
-         setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
+         setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) | set_or_unset("VMSTACK_RUN_QUIET", a->quiet ? "1" : NULL) |
          setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
          (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
          set_or_unset("VMSTACK_RUN_OUTPUT", a->output) | set_or_unset("VMSTACK_RUN_PLOT", a->plot) |

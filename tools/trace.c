@@ -49,7 +49,7 @@ static void help(void)
            "                        frame's width is its depth), for flamegraph.pl,\n"
            "                        speedscope and other flame graph tools\n"
            "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
-           "  --allow-unprotected, --plot FILE.png\n"
+           "  --allow-unprotected, --plot FILE.png, -q/--quiet\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
 }
@@ -99,6 +99,7 @@ static const struct option trace_options[] = {
     {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
     {"folded", required_argument, NULL, OPT_FOLDED},
     {"plot", required_argument, NULL, OPT_PLOT},
+    {"quiet", no_argument, NULL, 'q'},
     {0},
 };
 
@@ -127,6 +128,9 @@ static int on_option(void *ctx, int opt, const char *v)
         return 0;
     case OPT_ALLOW_UNPROTECTED:
         a->run_argv[a->run_argc++] = (char *)"--allow-unprotected";
+        return 0;
+    case 'q':
+        a->run_argv[a->run_argc++] = (char *)"--quiet";
         return 0;
     }
     while (o->val != opt)

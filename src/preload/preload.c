@@ -167,6 +167,9 @@ static bool read_options(void)
     if ((v = secure_getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
         return bad_option("VMSTACK_RUN_JSON", v, "0 or 1");
     vms__run_opts.json = v && !strcmp(v, "1");
+    if ((v = secure_getenv("VMSTACK_RUN_QUIET")) && strcmp(v, "0") && strcmp(v, "1"))
+        return bad_option("VMSTACK_RUN_QUIET", v, "0 or 1");
+    vms__run_opts.quiet = v && !strcmp(v, "1");
     if (!read_path_option("VMSTACK_RUN_OUTPUT", &vms__run_opts.output) ||
         !read_path_option("VMSTACK_RUN_PLOT", &vms__run_opts.plot) ||
         !read_path_option("VMSTACK_RUN_FOLDED", &vms__run_opts.folded))

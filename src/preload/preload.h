@@ -23,6 +23,7 @@
  *   VMSTACK_RUN_STACK_SIZE     stack size of threads that ask for no size
  *   VMSTACK_RUN_GUARD_SIZE     guard below each thread stack
  *   VMSTACK_RUN_JSON=1         the table as JSON
+ *   VMSTACK_RUN_QUIET=1        no table at exit on stderr unless an overflow was reported
  *   VMSTACK_RUN_OUTPUT=FILE    the table replaces FILE (else: stderr)
  *   VMSTACK_RUN_REPORT_SIGNAL  signal number that prints the table
  *   VMSTACK_RUN_PLOT=FILE      also a PNG of the table (runpost.c)
@@ -37,7 +38,7 @@
 struct run_opts {
     size_t stack_size;  /* 0: glibc's default */
     size_t guard_size;  /* 0: the library's configured guard */
-    bool json;
+    bool json, quiet;
     const char *output, *plot, *folded; /* absolute paths, or NULL */
     int report_signal;  /* 0: none */
     pid_t pid;          /* 0: any */
