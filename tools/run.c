@@ -37,7 +37,7 @@
 static const char *sub = "run";
 
 struct run_args {
-    const char *guard, *stack_size, *output, *report_signal, *plot, *folded;
+    const char *guard, *stack_size, *output, *report_signal, *plot, *folded, *flamegraph;
     bool json, help, allow_unprotected, quiet;
     int prog; /* index of PROG in argv */
 };
@@ -175,7 +175,8 @@ static int gnuplot_ready(void)
     return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
 }
 
-enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED, OPT_PLOT, OPT_FOLDED };
+enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED, OPT_PLOT, OPT_FOLDED,
+       OPT_FLAMEGRAPH };
 
 static const struct option run_options[] = {
     {"guard", required_argument, NULL, OPT_GUARD},
@@ -187,6 +188,7 @@ static const struct option run_options[] = {
     {"plot", required_argument, NULL, OPT_PLOT},
     {"folded", required_argument, NULL, OPT_FOLDED},
     {"quiet", no_argument, NULL, 'q'},
+    {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
     {0},
 };
 
@@ -217,10 +219,12 @@ static int on_option(void *ctx, int opt, const char *v)
         a->plot = v;
         return gnuplot_ready();
     case OPT_FOLDED:
-        /* The chains come from the tracer: 'vmstack trace' hands this on. */
+    case OPT_FLAMEGRAPH:
+        /* The chains come from the tracer: 'vmstack trace' hands these on. */
         if (strcmp(sub, "trace"))
-            return cmd_usage_error(sub, "--folded is an option of 'vmstack trace'");
-        a->folded = v;
+            return cmd_usage_error(sub, "--%s is an option of 'vmstack trace'",
+                                   opt == OPT_FOLDED ? "folded" : "flamegraph");
+        *(opt == OPT_FOLDED ? &a->folded : &a->flamegraph) = v;
         return 0;
     }
     return CMD_USAGE;
@@ -236,8 +240,8 @@ static int parse(int argc, char **argv, struct run_args *a)
         return rc;
     else if (a->prog >= argc)
         return cmd_usage_error(sub, "no program given");
-    else if (a->json && (a->plot || a->folded))
-        return cmd_usage_error(sub, "%s reads the text report: not with --json", a->folded ? "--folded" : "--plot");
+    else if (a->json && (a->folded || a->flamegraph))
+        return cmd_usage_error(sub, "%s reads the text report: not with --json", a->folded ? "--folded" : "--flamegraph");
     return 0;
 }
 
@@ -607,7 +611,7 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
          setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
          (a->stack_size ? setenv("VMSTACK_RUN_STACK_SIZE", a->stack_size, 1) : unsetenv("VMSTACK_RUN_STACK_SIZE")) |
          set_or_unset("VMSTACK_RUN_OUTPUT", a->output) | set_or_unset("VMSTACK_RUN_PLOT", a->plot) |
-         set_or_unset("VMSTACK_RUN_FOLDED", a->folded) |
+         set_or_unset("VMSTACK_RUN_FOLDED", a->folded) | set_or_unset("VMSTACK_RUN_FLAMEGRAPH", a->flamegraph) |
          (a->report_signal ? setenv("VMSTACK_RUN_REPORT_SIGNAL", sig, 1) : unsetenv("VMSTACK_RUN_REPORT_SIGNAL"));
     free(ld);
     return rc;
@@ -683,18 +687,24 @@ static int run_unprotected(const struct run_args *a, char **argv, const char *pa
     return cannot_exec(path, errno);
 }
 
-/* The files the options name, as absolute paths: the program may change its directory. */
+/*
+ * The files the options name, as absolute paths: the program may change
+ * its directory.  "-" (stdout) stays, where the option takes it.
+ */
 static int check_files(struct run_args *a)
 {
-    static char output[PATH_MAX], plot[PATH_MAX], folded[PATH_MAX];
+    static char output[PATH_MAX], plot[PATH_MAX], folded[PATH_MAX], flamegraph[PATH_MAX];
     int rc = 0;
 
     if (a->output && !(rc = check_file("--output", a->output, output, sizeof output)))
         a->output = output;
     if (!rc && a->plot && !(rc = check_file("--plot", a->plot, plot, sizeof plot)))
         a->plot = plot;
-    if (!rc && a->folded && !(rc = check_file("--folded", a->folded, folded, sizeof folded)))
+    if (!rc && a->folded && strcmp(a->folded, "-") && !(rc = check_file("--folded", a->folded, folded, sizeof folded)))
         a->folded = folded;
+    if (!rc && a->flamegraph && strcmp(a->flamegraph, "-") &&
+        !(rc = check_file("--flamegraph", a->flamegraph, flamegraph, sizeof flamegraph)))
+        a->flamegraph = flamegraph;
     return rc;
 }
 

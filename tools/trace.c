@@ -44,10 +44,15 @@ static void help(void)
            "                        by default only from modules built with -g\n"
            "  --json                the usage table and the chains as one JSON object\n"
            "                        (chains under \"trace\", frames unfolded)\n"
-           "  --folded FILE         also write every chain to FILE as folded stacks,\n"
-           "                        root first, weighted by bytes (\"a;b;c BYTES\": a\n"
-           "                        frame's width is its depth), for flamegraph.pl,\n"
+           "  --folded FILE         also write every chain to FILE (- for stdout) as\n"
+           "                        folded stacks, rooted at its thread, weighted by\n"
+           "                        bytes (\"thread 'T' (tid N);a;b;c BYTES\": a frame's\n"
+           "                        width is the depth from it down), recursion folded\n"
+           "                        as in the report (\"f [xN]\"), for flamegraph.pl,\n"
            "                        speedscope and other flame graph tools\n"
+           "  --flamegraph FILE.svg also draw every chain into FILE.svg (- for stdout):\n"
+           "                        an interactive flame graph for any browser, frame\n"
+           "                        widths by bytes; click zooms, Ctrl-F searches\n"
            "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
            "  --allow-unprotected, --plot FILE.png, -q/--quiet\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
@@ -83,7 +88,7 @@ static int check_args(const struct trace_args *a)
 }
 
 enum { OPT_WARN_FRAME = 256, OPT_WARN_DEPTH, OPT_MAX_TASKS, OPT_ALL_LINES, OPT_JSON, OPT_GUARD, OPT_STACK_SIZE, OPT_REPORT_SIGNAL,
-       OPT_ALLOW_UNPROTECTED, OPT_FOLDED, OPT_PLOT };
+       OPT_ALLOW_UNPROTECTED, OPT_FOLDED, OPT_PLOT, OPT_FLAMEGRAPH };
 
 /* Ours, then the options of 'run', which go on to it as they came. */
 static const struct option trace_options[] = {
@@ -98,6 +103,7 @@ static const struct option trace_options[] = {
     {"report-signal", required_argument, NULL, OPT_REPORT_SIGNAL},
     {"allow-unprotected", no_argument, NULL, OPT_ALLOW_UNPROTECTED},
     {"folded", required_argument, NULL, OPT_FOLDED},
+    {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"quiet", no_argument, NULL, 'q'},
     {0},

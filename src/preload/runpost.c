@@ -14,6 +14,7 @@
  * reach gnuplot as quoted data, never as script.
  */
 #include "preload/preload.h"
+#include "preload/chains.h"
 #include "preload/outfile.h"
 
 #include <ctype.h>
@@ -35,133 +36,36 @@
 
 extern char **environ;
 
-static char *next_line(char **p)
-{
-    char *line = *p, *nl;
-
-    if (!*line)
-        return NULL;
-    nl = strchr(line, '\n');
-    if (nl) {
-        *nl = '\0';
-        *p = nl + 1;
-    } else {
-        *p = line + strlen(line);
-    }
-    return line;
-}
-
 /* ---- folded stacks ---- */
 
-/* A row of a chain, "  N)  DEPTH  SIZE  LOCATION": the size and the function's name. */
-static bool chain_row(const char *line, unsigned long *size, char *fn, size_t n)
+/* A row's frame as folded stacks name it: a folded run of recursion as "f [xN]". */
+static void put_frame(FILE *out, const struct chain_row *r)
 {
-    const char *loc;
-    char *end;
-    size_t len;
-
-    while (isspace((unsigned char)*line))
-        line++;
-    if (!isdigit((unsigned char)*line) || !(line = strchr(line, ')')))
-        return false;
-    strtoul(line + 1, &end, 10); /* the depth */
-    if (end == line + 1)
-        return false;
-    loc = end;
-    *size = strtoul(loc, &end, 10);
-    if (end == loc) /* "?": the last row of a chain cut short */
-        end += strspn(end, " ") + 1;
-    loc = end + strspn(end, " ");
-    /* "function+0xOFF/0xSIZE [module] file:line": the name may hold spaces (C++), not " [". */
-    end = strstr(loc, " [");
-    len = end ? (size_t)(end - loc) : strlen(loc);
-    for (size_t k = len; k-- > 1;)
-        if (!strncmp(loc + k, "+0x", 3)) {
-            len = k;
-            break;
-        }
-    if (!len || loc[0] == '?')
-        snprintf(fn, n, "[unknown]");
-    else
-        snprintf(fn, n, "%.*s", (int)strcspn(loc, "@") < (int)len ? (int)strcspn(loc, "@") : (int)len, loc);
-    /* ';' separates frames: never inside one. */
-    for (char *c = fn; *c; c++)
-        if (*c == ';')
-            *c = ':';
-    return true;
+    fputs(r->name, out);
+    if (r->count > 1)
+        fprintf(out, " [x%lu]", r->count);
 }
 
-struct chain {
-    char (*fn)[256];
-    unsigned long *size;
-    size_t n, cap;
-};
-
-/* The chain's lines, root first: each frame with its own bytes. */
-static void write_chain(FILE *out, const struct chain *c)
+/*
+ * The chain's lines, rooted at its task: one per row from the root down,
+ * weighted by the row's own bytes, so that the lines of a frame and all
+ * below it add up to the stack's depth from it down.
+ */
+static int fold_chain(void *ctx, const struct chain *c)
 {
+    FILE *out = ctx;
+
     for (size_t i = c->n; i-- > 0;) {
-        if (!c->size[i])
+        if (!c->rows[i].size)
             continue;
-        for (size_t j = c->n; j-- > i;)
-            fprintf(out, "%s%s", c->fn[j], j > i ? ";" : "");
-        fprintf(out, " %lu\n", c->size[i]);
+        fputs(c->root, out);
+        for (size_t j = c->n; j-- > i;) {
+            fputc(';', out);
+            put_frame(out, &c->rows[j]);
+        }
+        fprintf(out, " %lu\n", c->rows[i].size);
     }
-}
-
-/* The chains of report as folded stacks, into out. */
-static int fold(char *report, FILE *out)
-{
-    struct chain c = { 0 };
-    bool in = false;
-    char *line, fn[256];
-    unsigned long size;
-    int rc = 0;
-
-    while ((line = next_line(&report))) {
-        unsigned long more;
-
-        if (strstr(line, "Depth") && strstr(line, "Size") && strstr(line, "Location")) {
-            in = true;
-            c.n = 0;
-            continue;
-        }
-        if (!in)
-            continue;
-        /* Recursion, folded in the report: the row above, that many times more. */
-        if (c.n && sscanf(line, " ... %lu more entries of the same", &more) == 1) {
-            memcpy(fn, c.fn[c.n - 1], sizeof fn);
-            size = c.size[c.n - 1];
-        } else if (chain_row(line, &size, fn, sizeof fn)) {
-            more = 1;
-        } else {
-            if (!*line) {
-                write_chain(out, &c);
-                in = false;
-            }
-            continue;
-        }
-        while (more-- && !rc) {
-            if (c.n == c.cap) {
-                void *f = realloc(c.fn, (c.cap * 2 + 64) * sizeof *c.fn);
-                void *z = f ? realloc(c.size, (c.cap * 2 + 64) * sizeof *c.size) : NULL;
-                c.fn = f ? f : c.fn;
-                c.size = z ? z : c.size;
-                if (!f || !z) {
-                    rc = -1;
-                    break;
-                }
-                c.cap = c.cap * 2 + 64;
-            }
-            memcpy(c.fn[c.n], fn, sizeof fn);
-            c.size[c.n++] = size;
-        }
-    }
-    if (in && !rc)
-        write_chain(out, &c);
-    free(c.fn);
-    free(c.size);
-    return rc;
+    return 0;
 }
 
 static int write_folded(char *report, const char *path)
@@ -169,7 +73,7 @@ static int write_folded(char *report, const char *path)
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    int rc = out ? fold(report, out) : -1;
+    int rc = out ? vms__chains_each(report, fold_chain, out) : -1;
 
     if (out && fclose(out))
         rc = -1;
@@ -204,7 +108,7 @@ static int table_rows(char *report, FILE *gp)
     size_t name_col = 0, start_col = 0;
     int rows = 0;
 
-    while ((line = next_line(&report))) {
+    while ((line = vms__next_line(&report))) {
         char *tok[16], copy[512];
         int nt = 0;
 
@@ -362,11 +266,11 @@ done:
 
 int vms__run_post(const char *text, size_t len)
 {
-    const char *folded = vms__run_opts.folded, *plot = vms__run_opts.plot;
+    const char *folded = vms__run_opts.folded, *plot = vms__run_opts.plot, *flame = vms__run_opts.flamegraph;
     char *report;
     int rc = 0;
 
-    if (!folded && !plot)
+    if (!folded && !plot && !flame)
         return 0;
     if (!(report = strndup(text, len))) {
         vms__out_printf("vmstack %s: out of memory for the report\n", vms__run_command());
@@ -376,6 +280,12 @@ int vms__run_post(const char *text, size_t len)
     if (folded) {
         char *copy = strdup(report);
         if (!copy || write_folded(copy, folded))
+            rc = -1;
+        free(copy);
+    }
+    if (flame) {
+        char *copy = strdup(report);
+        if (!copy || vms__flamegraph_write(copy, flame, program_invocation_short_name))
             rc = -1;
         free(copy);
     }

@@ -521,7 +521,7 @@ static int deliver(const char *text, size_t len, bool at_exit)
 
     if (at_exit) {
         vms__out_ended();
-        if ((o->output || o->plot || o->folded) && !fd_free() && vms__out_hand_over(text, len))
+        if ((o->output || o->plot || o->folded || o->flamegraph) && !fd_free() && vms__out_hand_over(text, len))
             return 0;
     }
     if (o->output)
