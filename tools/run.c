@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -67,8 +68,8 @@ static void help(void)
            "  --allow-unprotected   run a setuid, setgid or file-capability program\n"
            "                        anyway, without vmstack (the dynamic loader ignores\n"
            "                        LD_PRELOAD in secure-execution mode)\n"
-           "  --plot FILE.png       also draw each thread's peak against its stack size\n"
-           "                        with gnuplot\n\n"
+           "  --plot FILE.png|.svg  also draw each thread's peak as a share of its\n"
+           "                        stack with gnuplot, as PNG or SVG by FILE's name\n\n"
            "SIZE takes a K, M or G suffix and is a multiple of the page size.  Every\n"
            "VMSTACK_* variable of the environment is checked before the program starts.\n"
            "man vmstack-run(1) has the details.\n");
@@ -175,6 +176,16 @@ static int gnuplot_ready(void)
     return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
 }
 
+/* 0 if FILE's name says a format gnuplot draws for --plot (.png, .svg), else the usage error. */
+static int plot_name(const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n > 4 && (!strcasecmp(v + n - 4, ".png") || !strcasecmp(v + n - 4, ".svg")))
+        return 0;
+    return cmd_usage_error(sub, "--plot %s: the picture's format comes from its name: FILE.png or FILE.svg", v);
+}
+
 enum { OPT_GUARD = 256, OPT_STACK_SIZE, OPT_JSON, OPT_REPORT_SIGNAL, OPT_ALLOW_UNPROTECTED, OPT_PLOT, OPT_FOLDED,
        OPT_FLAMEGRAPH };
 
@@ -217,7 +228,7 @@ static int on_option(void *ctx, int opt, const char *v)
         return 0;
     case OPT_PLOT:
         a->plot = v;
-        return gnuplot_ready();
+        return plot_name(v) ?: gnuplot_ready();
     case OPT_FOLDED:
     case OPT_FLAMEGRAPH:
         /* The chains come from the tracer: 'vmstack trace' hands these on. */

@@ -54,7 +54,7 @@ static void help(void)
            "                        an interactive flame graph for any browser, frame\n"
            "                        widths by bytes; click zooms, Ctrl-F searches\n"
            "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
-           "  --allow-unprotected, --plot FILE.png, -q/--quiet\n"
+           "  --allow-unprotected, --plot FILE.png|.svg, -q/--quiet\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
 }

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What 'vmstack run --plot' and 'vmstack trace --folded' make of the
- * report, by whoever delivers the table at the end: the program's exit
- * handlers, or its keeper (keeper.c) when those never ran:
- *   --folded FILE   every chain of the trace as folded stacks, root first,
- *                   one line per frame weighted by that frame's bytes, so
- *                   that a frame's width in a flame graph is its depth:
- *                   "a;b;c BYTES" (flamegraph.pl, speedscope, ...)
- *   --plot FILE     a PNG of each thread's peak against its stack size,
- *                   drawn by gnuplot (as 'vmstack bench --plot')
- * Both files replace FILE as --output does (outfile.c): never through a
+ * What 'vmstack run --plot' and 'vmstack trace --folded, --flamegraph'
+ * make of the report, by whoever delivers the table at the end: the
+ * program's exit handlers, or its keeper (keeper.c) when those never ran:
+ *   --folded FILE   every chain of the trace as folded stacks rooted at
+ *                   its task, one line per frame weighted by that frame's
+ *                   bytes, so that a frame's width in a flame graph is the
+ *                   depth from it down: "task;a;b;c BYTES" (flamegraph.pl,
+ *                   speedscope, ...)
+ *   --flamegraph FILE  the same chains as an SVG flame graph (flamegraph.c)
+ *   --plot FILE     a PNG or SVG (by FILE's name) of each thread's peak as
+ *                   a share of its stack, drawn by gnuplot; from the text
+ *                   table or its JSON
+ * The files replace FILE as --output does (outfile.c): never through a
  * link someone planted.  Names from the program (its own, its threads')
  * reach gnuplot as quoted data, never as script.
  */
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,7 +105,41 @@ static double bytes_of(const char *s)
     return v;
 }
 
-/* The table's rows as gnuplot data lines "label" STACK PEAK; the number of rows. */
+/* b bytes for a person: "24.7K", "8M". */
+static void human(double b, char *out, size_t n)
+{
+    static const char units[] = "KMG";
+    int u = -1;
+
+    while (b >= 1024 && u < 2) {
+        b /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(out, n, "%.0f", b);
+    else
+        snprintf(out, n, b < 10 && b != (int)b ? "%.1f%c" : "%.0f%c", b, units[u]);
+}
+
+/*
+ * One thread as a gnuplot data line: "TID NAME (PEAK of STACK)" and its
+ * peak as a percentage of its stack.  The name is the program's: as data,
+ * with no quote or backslash in it.
+ */
+static void plot_row(FILE *gp, const char *tid, const char *name, double stack, double peak)
+{
+    char clean[64], p[16], s[16];
+
+    snprintf(clean, sizeof clean, "%s", name);
+    for (char *c = clean; *c; c++)
+        if (*c == '"' || *c == '\\' || *c == '\n')
+            *c = '\'';
+    human(peak, p, sizeof p);
+    human(stack, s, sizeof s);
+    fprintf(gp, "\"%s %s (%s of %s)\" %.17g\n", tid, clean, p, s, stack > 0 ? 100 * peak / stack : 0.0);
+}
+
+/* The text table's rows as gnuplot data lines (plot_row); the number of rows. */
 static int table_rows(char *report, FILE *gp)
 {
     char *line, *name_at = NULL;
@@ -135,11 +173,47 @@ static int table_rows(char *report, FILE *gp)
             for (size_t k = strlen(name); k && name[k - 1] == ' '; k--)
                 name[k - 1] = '\0';
         }
-        for (char *c = name; *c; c++)
-            if (*c == '"' || *c == '\\')
-                *c = '\'';
-        fprintf(gp, "\"%s %s\" %.0f %.0f\n", tok[0], name, bytes_of(tok[nt - 4]), bytes_of(tok[nt - 2]));
+        plot_row(gp, tok[0], name, bytes_of(tok[nt - 4]), bytes_of(tok[nt - 2]));
         rows++;
+    }
+    return rows;
+}
+
+/*
+ * The rows of the table as JSON (--json: runtable.c writes it one member
+ * a line) as gnuplot data lines; the number of rows.  A name's escapes
+ * stay as they are: quotes and backslashes become plot_row's.
+ */
+static int json_rows(char *report, FILE *gp)
+{
+    char *line, tid[24] = "", name[64] = "";
+    double stack = 0, peak = 0;
+    bool in = false;
+    int rows = 0;
+
+    while ((line = vms__next_line(&report))) {
+        char *v = line + strspn(line, " ");
+        size_t len;
+
+        if (!in) {
+            in = !strcmp(v, "\"threads\": [");
+            continue;
+        }
+        if (*v == ']')
+            break;
+        if (*v == '}') {
+            plot_row(gp, tid, name, stack, peak);
+            rows++;
+        } else if (sscanf(v, "\"tid\": %23[0-9]", tid) == 1 || sscanf(v, "\"stack_size\": %lf", &stack) == 1) {
+            continue;
+        } else if (!strncmp(v, "\"peak_bytes\": ", 14)) {
+            peak = strtod(v + 14, NULL); /* null: not measured, 0 */
+        } else if (!strncmp(v, "\"name\": \"", 9)) {
+            len = strlen(v + 9);
+            len -= len && v[9 + len - 1] == ',';
+            len -= len && v[9 + len - 1] == '"';
+            snprintf(name, sizeof name, "%.*s", (int)len, v + 9);
+        }
     }
     return rows;
 }
@@ -184,30 +258,48 @@ static void put_quoted(FILE *gp, const char *s)
     fputc('\'', gp);
 }
 
-/* The script drawing the table's rows into png; the number of rows. */
-static int plot_script(FILE *gp, char *report, const char *png, const char *prog)
+/* Whether path names an SVG picture (else PNG: 'vmstack run' let only these two through). */
+static bool svg_name(const char *path)
+{
+    size_t n = strlen(path);
+
+    return n >= 4 && !strcasecmp(path + n - 4, ".svg");
+}
+
+/*
+ * The script drawing the table's rows into out, as SVG or PNG by the name
+ * of the picture (pic; out is the file that becomes it); the number of
+ * rows.  Each thread's peak as a percentage of its stack, on a linear
+ * axis, so that a bar's height is how full the stack got.
+ */
+static int plot_script(FILE *gp, char *report, const char *out, const char *pic, const char *prog)
 {
     char title[512];
     int rows;
 
     fprintf(gp, "$threads << EOD\n");
-    rows = table_rows(report, gp);
-    fprintf(gp, "EOD\n"
-                "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-                "  set terminal pngcairo size %d,%d noenhanced font ',10'\n"
-                "} else {\n  set terminal png size %d,%d noenhanced\n}\n"
-                "set output ",
-            RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT);
-    put_quoted(gp, png);
-    snprintf(title, sizeof title, "Stack use of %s: each thread's peak against its stack size", prog);
+    rows = report[strspn(report, " \n")] == '{' ? json_rows(report, gp) : table_rows(report, gp);
+    fprintf(gp, "EOD\n");
+    if (svg_name(pic))
+        fprintf(gp, "set terminal svg size %d,%d noenhanced font ',10' background rgb 'white'\n", RUN_PLOT_WIDTH,
+                RUN_PLOT_HEIGHT);
+    else
+        fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+                    "  set terminal pngcairo size %d,%d noenhanced font ',10'\n"
+                    "} else {\n  set terminal png size %d,%d noenhanced\n}\n",
+                RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT);
+    fprintf(gp, "set output ");
+    put_quoted(gp, out);
+    snprintf(title, sizeof title, "Stack use of %s: each thread's peak as a share of its stack", prog);
     fprintf(gp, "\nset title ");
     put_quoted(gp, title);
-    fprintf(gp, "\nset ylabel 'bytes (log scale)'\n"
-                "set logscale y\nset yrange [1:*]\n"
-                "set style data histogram\nset style histogram clustered gap 1\n"
-                "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
-                "set xtics rotate by -45 scale 0\nset key outside top center horizontal\nset grid ytics\n"
-                "plot $threads using 2:xtic(1) title 'stack size', '' using 3 title 'peak'\n");
+    fprintf(gp, "\nset ylabel 'peak use (%% of the stack)'\n"
+                "set yrange [0:100]\nset ytics 10\nset grid ytics\n"
+                "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset key off\n"
+                "set xtics rotate by -45 scale 0\nset xrange [-0.6:%d - 0.4]\n"
+                "plot $threads using 0:2:xtic(1) with boxes lc rgb '#d9541e', "
+                "'' using 0:2:(sprintf('%%.1f%%%%', $2)) with labels offset 0,0.8\n",
+            rows);
     return rows;
 }
 
@@ -242,7 +334,7 @@ static int write_plot(const char *sub, char *report, const char *png, const char
         goto done;
     }
     close(out);
-    rows = plot_script(gp, report, tmp, prog);
+    rows = plot_script(gp, report, tmp, png, prog);
     if (fclose(gp))
         rows = 0;
     gp = NULL;
