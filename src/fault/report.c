@@ -127,7 +127,8 @@ static void put_symbol(struct vms_sbuf *b, uintptr_t addr, bool ret)
 
     vms__symbols_lookup(addr - ret, &s);
     if (s.name) {
-        vms__sb_str(b, demangling ? vms__demangle_loaded(s.name, cxx, sizeof cxx) : s.name);
+        vms__sb_str(b, demangling ? vms__demangle_loaded(s.name, cxx, sizeof cxx)
+                                  : vms__demangle_rust(s.name, cxx, sizeof cxx));
         vms__sb_str(b, "+");
         vms__sb_hex(b, s.off + ret);
         vms__sb_str(b, "/");
