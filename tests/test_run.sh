@@ -159,6 +159,31 @@ quiet)
             fail "$sub --quiet, overflow: exit $rc: $(cat "$tmp/err")"
     done
     ;;
+overflow_lines)
+    # file:line in the report's call trace from the program's DWARF line table: DWARF 4 and 5, 32- and
+    # 64-bit, optimised or not; compressed sections (-gz) are not read: names only, the report intact.
+    command -v cc > /dev/null || skip "no cc"
+    src="$(dirname "$0")/run_overflow.c"
+    rec=$(grep -n 'return bottomless(n + 1)' "$src" | cut -d: -f1)
+    top=$(grep -n 'return (void \*)(long)bottomless' "$src" | cut -d: -f1)
+    for flags in "-O0 -gdwarf-5" "-O2 -gdwarf-4" "-O1 -gdwarf-5 -gdwarf64" "-O0 -gdwarf-2" "-O1 -g -gz=zlib"; do
+        cc $flags -D_GNU_SOURCE -pthread -o "$tmp/ovf" "$src" 2> "$tmp/cc.err" || { echo "cc $flags: $(cat "$tmp/cc.err")"; continue; }
+        "$vmstack" run --stack-size 64K -- "$tmp/ovf" > /dev/null 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$flags: exit $rc: $(cat "$tmp/err")"
+        case $flags in
+        *-gz*)
+            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] bottomless\+0x[0-9a-f]+/0x[0-9a-f]+ \[ovf\]$' "$tmp/err" ||
+                fail "$flags: $(cat "$tmp/err")" ;;
+        *)
+            grep -Eq "^vmstack:  \[<0x[0-9a-f]+>\] bottomless\+0x[0-9a-f]+/0x[0-9a-f]+ \[ovf\] run_overflow.c:$rec\$" "$tmp/err" &&
+                grep -Eq "^vmstack:  \[<0x[0-9a-f]+>\] overflow_thread\+0x[0-9a-f]+/0x[0-9a-f]+ \[ovf\] run_overflow.c:$top\$" "$tmp/err" ||
+                fail "$flags: no run_overflow.c:$rec and :$top in $(cat "$tmp/err")" ;;
+        esac
+        # libc has no line table here: its frames stay as they were.
+        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] start_thread\+0x[0-9a-f]+/0x[0-9a-f]+ \[libc.so.6\]$' "$tmp/err" ||
+            fail "$flags: start_thread: $(cat "$tmp/err")"
+    done
+    ;;
 overflow_names_command)
     # The report's last line names the command in use, whose --stack-size sizes the thread's stack.
     for sub in run trace; do
