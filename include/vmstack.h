@@ -170,6 +170,7 @@ typedef struct vms_stack {
     uint32_t gen;
 } vms_stack;
 
+/* The top of st, where a context on it starts its stack pointer: base + size (stacks grow down). */
 static VMS_INLINE void *vms_stack_top(const vms_stack *st)
 {
     return VMS_CAST(char *, st->base) + st->size;
