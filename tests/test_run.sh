@@ -407,7 +407,7 @@ unmanaged)
         grep -Eqx 'vmstack: BUG: stack overflow on a stack vmstack does not manage: access at 0x[0-9a-f]+, sp 0x[0-9a-f]+' "$tmp/err" &&
             grep -Eqx "vmstack: thread 'run_unmanaged' \(tid [0-9]+\)" "$tmp/err" &&
             grep -Eqx 'vmstack: stack mapping 0x[0-9a-f]+\.\.0x[0-9a-f]+ \(64 KiB\), below it a mapping the access hit at 0x[0-9a-f]+\.\.0x[0-9a-f]+' "$tmp/err" &&
-            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] coroutine\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_unmanaged\]$' "$tmp/err" &&
+            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] coroutine\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_unmanaged\]( [^ ]+:[0-9]+)?$' "$tmp/err" &&
             [ "$(grep '^vmstack: ' "$tmp/err" | tail -1)" = "vmstack: not a stack of vmstack's: passing SIGSEGV on" ] ||
             fail "$sub: report: $(cat "$tmp/err")"
         grep -q "^vmstack run: stack usage of run_unmanaged (pid [0-9]*) at death by SIGSEGV" "$tmp/t" ||
@@ -421,7 +421,7 @@ unmanaged)
         "$bin/run_boost_protected" > "$tmp/out"; rc=$?
     [ "$rc" = 139 ] && cmp -s "$tmp/plain" "$tmp/out" &&
         grep -Eqx 'vmstack: BUG: stack overflow on a stack vmstack does not manage: access at 0x[0-9a-f]+, sp 0x[0-9a-f]+' "$tmp/err" &&
-        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] down\(unsigned long\)\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_boost_protected\]$' "$tmp/err" &&
+        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] down\(unsigned long\)\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_boost_protected\]( [^ ]+:[0-9]+)?$' "$tmp/err" &&
         [ "$(grep '^vmstack: ' "$tmp/err" | tail -1)" = "vmstack: not a stack of vmstack's: passing SIGSEGV on" ] ||
         fail "boost: exit $rc: $(cat "$tmp/out" "$tmp/err")"
     ;;
