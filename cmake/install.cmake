@@ -12,6 +12,9 @@ set(VMS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vmstack)
 install(TARGETS vmstack vmstack_static EXPORT vmstackTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS vmstack_tool)
+# bash completion, where bash-completion looks for it by the command's name.
+install(FILES tools/completion/vmstack.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME vmstack)
 # 'vmstack run' finds the preload library next to itself (build tree) or here.
 install(TARGETS vmstack_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/vmstack)
 install(FILES include/vmstack.h include/vmstack.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -19,7 +22,8 @@ install(FILES include/vmstack.h include/vmstack.hpp DESTINATION ${CMAKE_INSTALL_
 # Man pages file by file: a directory install would also create the
 # directories of docs/ that hold no man page (docs/plots), empty.
 file(GLOB VMS_MAN1 ${PROJECT_SOURCE_DIR}/docs/*.1)
-file(GLOB VMS_MAN3 ${PROJECT_SOURCE_DIR}/docs/*.3)
+# vmstack(3), and one page per function generated from the header (scripts/man3.py).
+file(GLOB VMS_MAN3 ${PROJECT_SOURCE_DIR}/docs/*.3 ${PROJECT_SOURCE_DIR}/docs/man3/*.3)
 install(FILES ${VMS_MAN1} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${VMS_MAN3} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
 

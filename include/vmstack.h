@@ -171,6 +171,7 @@ typedef struct vms_stack {
     uint32_t gen;
 } vms_stack;
 
+/* The top of st, where a context on it starts its stack pointer: base + size (stacks grow down). */
 static VMS_INLINE void *vms_stack_top(const vms_stack *st)
 {
     return VMS_CAST(char *, st->base) + st->size;
@@ -734,7 +735,9 @@ VMS_API int vms_thread_detach(pthread_t thread);
  *            (stack is 0xLO..0xHI), whose stack may be corrupted]
  *   vmstack: ip 0xIP sp 0xSP bp 0xBP
  *   vmstack: Call Trace:
- *   vmstack:  [<0xIP>] function+0xOFF/0xSIZE [module]
+ *   vmstack:  [<0xIP>] function+0xOFF/0xSIZE [module] file.c:LINE
+ *             (file:line where the module carries its own uncompressed DWARF line table, -g;
+ *             C++ names demangled where that cannot hang, Rust names always)
  *   vmstack:  ... N more frames of function+0xOFF/0xSIZE [module]
  *   vmstack:  ... N frames not shown ...
  *  [vmstack:  (unwinding failed)]

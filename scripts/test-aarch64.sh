@@ -83,8 +83,8 @@ for pg in 4096 16384 65536; do
     expect '^vmstack: stack 64 KiB, guard 64 KiB at 0x[0-9a-f]+\.\.0x[0-9a-f]+; sp is [0-9]+ bytes below the top$'
     expect '^vmstack: ip 0x[0-9a-f]+ sp 0x[0-9a-f]+ bp 0x[0-9a-f]+$'
     expect '^vmstack: Call Trace:$'
-    expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]$'
-    expect '^vmstack:  \[<0x[0-9a-f]+>\] fib\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]$'
+    expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]( [^ ]+:[0-9]+)?$'
+    expect '^vmstack:  \[<0x[0-9a-f]+>\] fib\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]( [^ ]+:[0-9]+)?$'
     expect "^vmstack: killed fiber 'deep'$"
     grep -qx 'end 2' "$tmp/out" || { echo "FAIL: the fiber did not end killed: $(cat "$tmp/out")"; fails=$((fails + 1)); }
 done
@@ -136,12 +136,12 @@ expect "^vmstack: thread '.*' \(tid [0-9]+\), start routine run\+0x0/0x[0-9a-f]+
 expect '^vmstack: stack 128 KiB, guard 64 KiB at 0x[0-9a-f]+\.\.0x[0-9a-f]+; sp is [0-9]+ bytes below the top$'
 expect '^vmstack: ip 0x[0-9a-f]+ sp 0x[0-9a-f]+ bp 0x[0-9a-f]+$'
 expect '^vmstack: Call Trace:$'
-expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]$'
-expect '^vmstack:  \.\.\. [0-9]+ more frames of deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]$'
-expect '^vmstack:  \[<0x[0-9a-f]+>\] run\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]$'
+expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]( [^ ]+:[0-9]+)?$'
+expect '^vmstack:  \.\.\. [0-9]+ more frames of deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]( [^ ]+:[0-9]+)?$'
+expect '^vmstack:  \[<0x[0-9a-f]+>\] run\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]( [^ ]+:[0-9]+)?$'
 # The start routine's caller is glibc's start_thread, as without vmstack:
 # the preload's entry tail-calls it, leaving no frame of its own.
-grep -A1 -E '^vmstack:  \[<0x[0-9a-f]+>\] run\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]$' "$tmp/err" | tail -n 1 |
+grep -A1 -E '^vmstack:  \[<0x[0-9a-f]+>\] run\+0x[0-9a-f]+/0x[0-9a-f]+ \[thr\]( [^ ]+:[0-9]+)?$' "$tmp/err" | tail -n 1 |
     grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] \?\? \[libc\.so\.6\+0x[0-9a-f]+\]$' ||
     { echo "FAIL: the frame above run is not libc's"; fails=$((fails + 1)); }
 expect '^vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; vmstack run --stack-size sizes the stacks of threads that ask for no size$'

@@ -131,6 +131,8 @@ static inline const char *next_line(const char **pos, size_t *len)
 
 #define HEX "0x[0-9a-f]+"
 #define DEC "[0-9]+"
+/* What a call trace's frame line may end with: the file:line of modules built with -g. */
+#define LINE "( [^ ]+:" DEC ")?"
 
 /*
  * Checks one overflow report in text, the one whose first line is the

@@ -325,7 +325,7 @@ static void check_case(long i, const char *text, int status, bool last, struct t
            " bytes below the top$", "the stack line");
     expect(i, text, status, &pos, "^vmstack: ip " HEX " sp " HEX " bp " HEX "$", "the register line");
     expect(i, text, status, &pos, "^vmstack: Call Trace:$", "the Call Trace line");
-    expect(i, text, status, &pos, "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[fuzz_unwind\\]$",
+    expect(i, text, status, &pos, "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[fuzz_unwind\\]" LINE "$",
            "the faulting frame");
     while ((s = next_line(&pos, &n)) &&
            matches(s, n, "^vmstack:  (\\[<" HEX ">\\] .+|\\.\\.\\. " DEC " more frames? of .+|\\.\\.\\. " DEC

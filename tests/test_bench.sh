@@ -12,6 +12,14 @@ err=$("$VMSTACK" bench thread --plot 2>&1 >/dev/null); rc=$?
 check "--plot without a directory exits 2" test $rc -eq 2
 check "--plot without a directory: one line" test "$(wc -l <<<"$err")" -eq 1
 
+# Progress on a terminal (script(1) gives one), one line before each benchmark; none into a pipe.
+if command -v script >/dev/null; then
+  VMSTACK_BENCH_QUICK=1 script -qefc "'$VMSTACK' bench alloc switch" /dev/null >"$dir/tty" 2>&1
+  check "progress on a terminal" grep -aq '^vmstack bench: switch (2 of 2, [0-9]*:[0-5][0-9] so far)' "$dir/tty"
+  VMSTACK_BENCH_QUICK=1 "$VMSTACK" bench alloc switch >/dev/null 2>"$dir/pipe"
+  check "no progress into a pipe" test "$(grep -c ' of 2, ' "$dir/pipe")" -eq 0
+fi
+
 touch "$dir/unrelated.txt"
 json=$(VMSTACK_BENCH_QUICK=1 "$VMSTACK" bench --json --plot "$dir/plots" 2>"$dir/table"); rc=$?
 check "bench --json --plot exits 0" test $rc -eq 0 || cat "$dir/table"

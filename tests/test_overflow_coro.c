@@ -257,7 +257,7 @@ static void *alloc_no_reserve(size_t size)
 /* ---- scenarios ---- */
 
 #define STACK_TASK(name) "^vmstack: stack '" name "' on thread '[^']*' \\(tid " DEC "\\)$"
-#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_coro\\]$"
+#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_coro\\]" LINE "$"
 
 /* Four coroutines in turn until all have ended; the third overflows.  Prints what became of each. */
 static void run_four(void *alloc)

@@ -24,7 +24,7 @@
 
 #define FIBER_TASK(name, fn) \
     "^vmstack: fiber '" name "' \\(id " DEC "\\) on thread '[^']*' \\(tid " DEC "\\), start routine " fn "\\+0x0/" HEX " \\[test_overflow_fiber\\]$"
-#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_fiber\\]$"
+#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_fiber\\]" LINE "$"
 
 static void *deep_fiber(void *arg)
 {
@@ -139,7 +139,7 @@ static void one_in_1000(void)
     CHECK_TEXT(count_lines(c.text, "^vmstack:  \\.\\.\\. " DEC " more frames of recurse\\+" HEX "/" HEX
                                    " \\[test_overflow_fiber\\]$") >= 1,
                c.text, "folded recursion");
-    CHECK_TEXT(count_lines(c.text, "^vmstack:  \\[<" HEX ">\\] deep_fiber\\+" HEX "/" HEX " \\[test_overflow_fiber\\]$") == 1,
+    CHECK_TEXT(count_lines(c.text, "^vmstack:  \\[<" HEX ">\\] deep_fiber\\+" HEX "/" HEX " \\[test_overflow_fiber\\]" LINE "$") == 1,
                c.text, "the fiber's function in the trace");
     check_addresses(c.text, 0);
     CHECK_TEXT(strstr(c.text, "test: 999 finished, 1 killed\n"), c.text, "the others finished");
@@ -171,7 +171,7 @@ static void libc(void)
     child_run(&c, libc_child, NULL);
     CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG:") == 1, c.text, "exactly one report");
-    check_report(c.text, 0, FIBER_TASK("printf", "printf_fiber"), "^vmstack:  \\[<" HEX ">\\] .* \\[(libc|libasan|libubsan)[^]]*\\]$",
+    check_report(c.text, 0, FIBER_TASK("printf", "printf_fiber"), "^vmstack:  \\[<" HEX ">\\] .* \\[(libc|libasan|libubsan)[^]]*\\]" LINE "$",
                  "^vmstack: overflow inside [^ ]*snprintf[^ ]* \\((libc\\.so\\.6|lib[at]san\\.so[.0-9]*)\\): killing the "
                  "fiber could leave a lock held; aborting$");
     CHECK_TEXT(count_lines(c.text, "recurse_printf\\+" HEX "/" HEX " \\[test_overflow_fiber\\]$") >= 1, c.text,

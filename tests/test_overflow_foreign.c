@@ -26,7 +26,7 @@
 #include <ucontext.h>
 
 #define STACK_TASK(name) "^vmstack: stack '" name "' on thread 'worker' \\(tid " DEC "\\)$"
-#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_foreign\\]$"
+#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_foreign\\]" LINE "$"
 
 /* A minimal coroutine runtime of the test's own, with swapcontext. */
 struct coro {

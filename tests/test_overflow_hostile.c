@@ -331,7 +331,7 @@ static void altstack(void)
     CHECK_TEXT(child_signal(&c) == SIGSEGV, c.text, "death by SIGSEGV");
     CHECK_TEXT((s = strstr(c.text, "test: tid ")) && sscanf(s, "test: tid %ld", &tid) == 1, c.text, "the tid");
     snprintf(re, sizeof re, "^vmstack: the alternate signal stack of tid %ld$", tid);
-    check_report(c.text, 0, re, "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]$",
+    check_report(c.text, 0, re, "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]" LINE "$",
                  "^vmstack: aborting: a signal handler overflowed the thread's alternate signal stack, which cannot "
                  "be ended alone$");
     CHECK_TEXT(count_lines(c.text, "^vmstack: BUG: .*") == 1, c.text, "one report");
@@ -368,7 +368,7 @@ static void nofile(void)
 
     child_run(&c, nofile_child, NULL);
     CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0");
-    check_report(c.text, 0, TASK("deep"), "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]$",
+    check_report(c.text, 0, TASK("deep"), "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]" LINE "$",
                  "^vmstack: killed fiber 'deep'$");
     CHECK_TEXT(!strstr(c.text, "??"), c.text, "every frame named");
     snprintf(line, sizeof line, "test: fiber end %d, soft limit 64\n", VMS_FIBER_KILLED_OVERFLOW);

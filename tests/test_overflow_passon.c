@@ -152,7 +152,7 @@ static void wild(void)
     s = next_line(&pos, &n);
     CHECK_TEXT(line_matches(s, n, "^vmstack: Call Trace:$"), c.text, "Call Trace line");
     s = next_line(&pos, &n);
-    CHECK_TEXT(line_matches(s, n, "^vmstack:  \\[<" HEX ">\\] wild_child\\+" HEX "/" HEX " \\[test_overflow_passon\\]$"),
+    CHECK_TEXT(line_matches(s, n, "^vmstack:  \\[<" HEX ">\\] wild_child\\+" HEX "/" HEX " \\[test_overflow_passon\\]" LINE "$"),
                c.text, "top frame");
     while ((s = next_line(&pos, &n)) && line_matches(s, n, "^vmstack:  "))
         ;

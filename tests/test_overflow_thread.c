@@ -23,7 +23,7 @@
 
 #define THREAD_TASK(name) \
     "^vmstack: thread '" name "' \\(tid " DEC "\\), start routine deep_thread\\+0x0/" HEX " \\[test_overflow_thread\\]$"
-#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_thread\\]$"
+#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_overflow_thread\\]" LINE "$"
 /* The last line of a thread's report: why it aborts, and what sizes the stack. */
 #define THREAD_ABORT                                                                                               \
     "^vmstack: aborting: a thread cannot be killed alone without risking the rest of the process; the stack size " \

@@ -151,6 +151,47 @@ overflow)
         grep -Eq '^ +[0-9]+  run_overflow +main +1M +1M +10[0-9]{5} +(99\.[0-9]|100\.0)%$' "$tmp/err" ||
         fail "main: the table after the report: $(cat "$tmp/err")"
     ;;
+quiet)
+    # --quiet: no table (nor trace's chains) at exit, the program's own output and status untouched;
+    # the table still after an overflow's report (from the keeper) and into --output.
+    for sub in run trace; do
+        "$vmstack" $sub --quiet -- "$bin/run_recurse" 20 > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && [ ! -s "$tmp/err" ] || fail "$sub --quiet: exit $rc, stderr: $(cat "$tmp/err")"
+        grep -qx '[0-9]*' "$tmp/out" || fail "$sub --quiet: stdout: $(cat "$tmp/out")"
+        "$vmstack" $sub -q --output "$tmp/t" -- "$bin/run_recurse" 20 > "$tmp/out" 2> "$tmp/err"; rc=$?
+        [ "$rc" = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^vmstack run: stack usage of run_recurse' "$tmp/t" ||
+            fail "$sub -q --output: exit $rc, stderr: $(cat "$tmp/err"), file: $(cat "$tmp/t")"
+        keeper_run "$tmp/err" "$vmstack" $sub --quiet --stack-size 64K -- "$bin/run_overflow" > "$tmp/out"; rc=$?
+        [ "$rc" = 139 ] && grep -q 'vmstack: BUG: stack guard page was hit' "$tmp/err" &&
+            grep -qx 'vmstack run: stack usage of run_overflow (pid [0-9]*) at death by SIGSEGV' "$tmp/err" ||
+            fail "$sub --quiet, overflow: exit $rc: $(cat "$tmp/err")"
+    done
+    ;;
+overflow_lines)
+    # file:line in the report's call trace from the program's DWARF line table: DWARF 4 and 5, 32- and
+    # 64-bit, optimised or not; compressed sections (-gz) are not read: names only, the report intact.
+    command -v cc > /dev/null || skip "no cc"
+    src="$(dirname "$0")/run_overflow.c"
+    rec=$(grep -n 'return bottomless(n + 1)' "$(dirname "$0")/bottomless.h" | cut -d: -f1)
+    top=$(grep -n 'return (void \*)(long)bottomless' "$src" | cut -d: -f1)
+    for flags in "-O0 -gdwarf-5" "-O2 -gdwarf-4" "-O1 -gdwarf-5 -gdwarf64" "-O0 -gdwarf-2" "-O1 -g -gz=zlib"; do
+        cc $flags -D_GNU_SOURCE -pthread -o "$tmp/ovf" "$src" 2> "$tmp/cc.err" || { echo "cc $flags: $(cat "$tmp/cc.err")"; continue; }
+        "$vmstack" run --stack-size 64K -- "$tmp/ovf" > /dev/null 2> "$tmp/err"; rc=$?
+        [ "$rc" = 139 ] || fail "$flags: exit $rc: $(cat "$tmp/err")"
+        case $flags in
+        *-gz*)
+            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] bottomless\+0x[0-9a-f]+/0x[0-9a-f]+ \[ovf\]$' "$tmp/err" ||
+                fail "$flags: $(cat "$tmp/err")" ;;
+        *)
+            grep -Eq "^vmstack:  \[<0x[0-9a-f]+>\] bottomless\+0x[0-9a-f]+/0x[0-9a-f]+ \[ovf\] bottomless.h:$rec\$" "$tmp/err" &&
+                grep -Eq "^vmstack:  \[<0x[0-9a-f]+>\] overflow_thread\+0x[0-9a-f]+/0x[0-9a-f]+ \[ovf\] run_overflow.c:$top\$" "$tmp/err" ||
+                fail "$flags: no bottomless.h:$rec and run_overflow.c:$top in $(cat "$tmp/err")" ;;
+        esac
+        # libc has no line table here: its frames stay as they were.
+        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] start_thread\+0x[0-9a-f]+/0x[0-9a-f]+ \[libc.so.6\]$' "$tmp/err" ||
+            fail "$flags: start_thread: $(cat "$tmp/err")"
+    done
+    ;;
 overflow_names_command)
     # The report's last line names the command in use, whose --stack-size sizes the thread's stack.
     for sub in run trace; do
@@ -374,7 +415,7 @@ unmanaged)
         grep -Eqx 'vmstack: BUG: stack overflow on a stack vmstack does not manage: access at 0x[0-9a-f]+, sp 0x[0-9a-f]+' "$tmp/err" &&
             grep -Eqx "vmstack: thread 'run_unmanaged' \(tid [0-9]+\)" "$tmp/err" &&
             grep -Eqx 'vmstack: stack mapping 0x[0-9a-f]+\.\.0x[0-9a-f]+ \(64 KiB\), below it a mapping the access hit at 0x[0-9a-f]+\.\.0x[0-9a-f]+' "$tmp/err" &&
-            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] coroutine\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_unmanaged\]$' "$tmp/err" &&
+            grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] coroutine\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_unmanaged\]( [^ ]+:[0-9]+)?$' "$tmp/err" &&
             [ "$(grep '^vmstack: ' "$tmp/err" | tail -1)" = "vmstack: not a stack of vmstack's: passing SIGSEGV on" ] ||
             fail "$sub: report: $(cat "$tmp/err")"
         grep -q "^vmstack run: stack usage of run_unmanaged (pid [0-9]*) at death by SIGSEGV" "$tmp/t" ||
@@ -388,7 +429,7 @@ unmanaged)
         "$bin/run_boost_protected" > "$tmp/out"; rc=$?
     [ "$rc" = 139 ] && cmp -s "$tmp/plain" "$tmp/out" &&
         grep -Eqx 'vmstack: BUG: stack overflow on a stack vmstack does not manage: access at 0x[0-9a-f]+, sp 0x[0-9a-f]+' "$tmp/err" &&
-        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] down\(unsigned long\)\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_boost_protected\]$' "$tmp/err" &&
+        grep -Eq '^vmstack:  \[<0x[0-9a-f]+>\] down\(unsigned long\)\+0x[0-9a-f]+/0x[0-9a-f]+ \[run_boost_protected\]( [^ ]+:[0-9]+)?$' "$tmp/err" &&
         [ "$(grep '^vmstack: ' "$tmp/err" | tail -1)" = "vmstack: not a stack of vmstack's: passing SIGSEGV on" ] ||
         fail "boost: exit $rc: $(cat "$tmp/out" "$tmp/err")"
     ;;
@@ -484,8 +525,9 @@ trace_options)
         grep '^VMSTACK_RUN_' "$tmp/$s.env" | grep -v '^VMSTACK_RUN_\(TRACE\|PID\)=' | sort > "$tmp/$s.vars"
     }
     vars run && mv "$tmp/run.vars" "$tmp/none.vars"
-    "$vmstack" run --help | sed -n 's/^  \(--[a-z-]*\)\( [A-Z][A-Za-z.]*\)\{0,1\}  .*/\1\2/p' > "$tmp/options"
-    [ "$(wc -l < "$tmp/options")" -ge 7 ] || fail "run --help lists only: $(cat "$tmp/options")"
+    "$vmstack" run --help |
+        sed -n 's/^  \(-[a-z], \)\{0,1\}\(--[a-z-]*\)\( [A-Z][A-Za-z.|]*\)\{0,1\}  .*/\2\3/p' > "$tmp/options"
+    [ "$(wc -l < "$tmp/options")" -ge 8 ] || fail "run --help lists only: $(cat "$tmp/options")"
     "$vmstack" trace --help > "$tmp/trace.help" || fail "trace --help"
     while read -r opt arg; do
         grep -q -- "$opt\([ ,]\|\$\)" "$tmp/trace.help" || fail "trace --help does not list $opt"
@@ -494,7 +536,7 @@ trace_options)
         SIZE) set -- "$opt" 128K ;;
         SIG) set -- "$opt" USR1 ;;
         FILE) set -- "$opt" "$tmp/out.txt" ;;
-        FILE.png) set -- "$opt" "$tmp/plot.png" ;;
+        FILE.png\|.svg) set -- "$opt" "$tmp/plot.png" ;;
         *) fail "run --help: $opt $arg: the test has no value to try it with" ;;
         esac
         vars run "$@"

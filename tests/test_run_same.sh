@@ -129,7 +129,19 @@ fatal runtime error: stack overflow" ] || fail "$mode: Rust's message is not las
             fail "$mode: the report does not name the thread: $(cat "$tmp/overflow.$mode.err")"
         grep -qx "vmstack: passing SIGSEGV to the program's own handler" "$tmp/overflow.$mode.err" ||
             fail "$mode: $(cat "$tmp/overflow.$mode.err")"
+        # Rust's names demangled in the report: the program's (legacy scheme), its std's (v0 in rustc 1.95).
+        grep -q '^vmstack:  \[<0x[0-9a-f]*>\] overflow::deep+0x' "$tmp/overflow.$mode.err" ||
+            fail "$mode: overflow::deep not named: $(cat "$tmp/overflow.$mode.err")"
+        ! grep -Eq '^vmstack: .*(_R[A-Z][A-Za-z0-9_]*|_ZN[0-9][A-Za-z0-9_$.]*17h[0-9a-f]{16}E)\+0x' "$tmp/overflow.$mode.err" ||
+            fail "$mode: a Rust name not demangled: $(cat "$tmp/overflow.$mode.err")"
     done
+    # The program in the v0 scheme too.
+    /usr/bin/rustc -O -C symbol-mangling-version=v0 -o "$tmp/overflow_v0" "$(dirname "$0")/rust/overflow.rs" 2> "$tmp/rustc.err" ||
+        fail "rustc -C symbol-mangling-version=v0: $(cat "$tmp/rustc.err")"
+    "$vmstack" run -- "$tmp/overflow_v0" > /dev/null 2> "$tmp/overflow_v0.err"
+    grep -q '^vmstack:  \[<0x[0-9a-f]*>\] overflow::deep+0x' "$tmp/overflow_v0.err" &&
+        ! grep -q '^vmstack: .*_R[A-Z][A-Za-z0-9_]*+0x' "$tmp/overflow_v0.err" ||
+        fail "v0: overflow::deep not named: $(cat "$tmp/overflow_v0.err")"
     ;;
 asan)
     # A program built with -fsanitize=address (gcc: libasan.so needed) runs under run as plain:

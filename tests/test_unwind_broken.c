@@ -33,7 +33,7 @@
 #endif
 
 #define HANG_SECONDS 30 /* a child still running then has hung: SIGALRM ends it */
-#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_unwind_broken\\]$"
+#define FRAME(fn) "^vmstack:  \\[<" HEX ">\\] " fn "\\+" HEX "/" HEX " \\[test_unwind_broken\\]" LINE "$"
 
 /*
  * liar_call(fn, arg, page) calls fn(arg) with %rbx = page.  Its CFI says

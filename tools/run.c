@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -54,13 +55,15 @@ static void help(void)
            "                        glibc's, from ulimit -s); find the smallest safe one\n"
            "  --json                the table as JSON\n"
            "  --output FILE         the table replaces FILE (default: stderr)\n"
+           "  -q, --quiet           no table on stderr at exit unless an overflow was\n"
+           "                        reported (--output, --plot, --folded still written)\n"
            "  --report-signal SIG   also print the table on signal SIG (e.g. USR1); the\n"
            "                        program only, not the processes it starts\n"
            "  --allow-unprotected   run a setuid, setgid or file-capability program\n"
            "                        anyway, without vmstack (the dynamic loader ignores\n"
            "                        LD_PRELOAD in secure-execution mode)\n"
-           "  --plot FILE.png       also draw each thread's peak against its stack size\n"
-           "                        with gnuplot\n\n"
+           "  --plot FILE.png|.svg  also draw each thread's peak as a share of its\n"
+           "                        stack with gnuplot, as PNG or SVG by FILE's name\n\n"
            "SIZE takes a K, M or G suffix and is a multiple of the page size.  Every\n"
            "VMSTACK_* variable of the environment is checked before the program starts.\n"
            "man vmstack-run(1) has the details.\n");
@@ -152,10 +155,14 @@ static int check_file(const char *opt, const char *v, char *abs, size_t n)
     return 0;
 }
 
-/* --plot: 0 if gnuplot is on PATH, else the usage error. */
+/* --plot: 0 if FILE's name says a format gnuplot draws (.png, .svg) and gnuplot is on PATH, else the usage error. */
 static int gnuplot_ready(struct run_args *a, const char *v)
 {
-    (void)a, (void)v;
+    size_t n = strlen(v);
+
+    (void)a;
+    if (n <= 4 || (strcasecmp(v + n - 4, ".png") && strcasecmp(v + n - 4, ".svg")))
+        return cmd_usage_error(sub, "--plot %s: the picture's format comes from its name: FILE.png or FILE.svg", v);
     if (cmd_on_path("gnuplot"))
         return 0;
     return cmd_usage_error(sub, "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
@@ -182,6 +189,7 @@ static const struct run_option run_options[] = {
     RUN_ARG("report-signal", RUN_OPT_REPORT_SIGNAL, report_signal, check_signal),
     RUN_FLAG("allow-unprotected", RUN_OPT_ALLOW_UNPROTECTED, allow_unprotected),
     RUN_ARG("plot", RUN_OPT_PLOT, plot, gnuplot_ready),
+    RUN_FLAG("quiet", 'q', quiet),
     {{0}, 0, NULL},
 };
 
@@ -235,8 +243,8 @@ static int parse(int argc, char **argv, struct run_args *a)
         return rc;
     else if (a->prog >= argc)
         return cmd_usage_error(sub, "no program given");
-    else if (a->json && (a->plot || a->folded))
-        return cmd_usage_error(sub, "%s reads the text report: not with --json", a->folded ? "--folded" : "--plot");
+    else if (a->json && (a->folded || a->flamegraph))
+        return cmd_usage_error(sub, "%s reads the text report: not with --json", a->folded ? "--folded" : "--flamegraph");
     return 0;
 }
 
@@ -618,11 +626,11 @@ static int set_env(const struct run_args *a, const char *path, const char *prelo
     /* Tracing is the command's, not inherited: a 'vmstack run' in a traced program's process tree runs. */
     rc = setenv("LD_PRELOAD", ld, 1) | setenv("VMSTACK_RUN_PID", pid, 1) |
          (a->trace ? setenv("VMSTACK_RUN_TRACE", "1", 1) | set_trace_env(a) : unsetenv("VMSTACK_RUN_TRACE")) |
-         setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) |
+         setenv("VMSTACK_RUN_JSON", a->json ? "1" : "0", 1) | set_or_unset("VMSTACK_RUN_QUIET", a->quiet ? "1" : NULL) |
          setenv("VMSTACK_RUN_GUARD_SIZE", a->guard ? a->guard : guard_default(), 1) |
          set_or_unset("VMSTACK_RUN_STACK_SIZE", a->stack_size) |
          set_or_unset("VMSTACK_RUN_OUTPUT", a->output) | set_or_unset("VMSTACK_RUN_PLOT", a->plot) |
-         set_or_unset("VMSTACK_RUN_FOLDED", a->folded) |
+         set_or_unset("VMSTACK_RUN_FOLDED", a->folded) | set_or_unset("VMSTACK_RUN_FLAMEGRAPH", a->flamegraph) |
          set_or_unset("VMSTACK_RUN_REPORT_SIGNAL", a->report_signal ? sig : NULL);
     free(ld);
     return rc;
@@ -698,18 +706,24 @@ static int run_unprotected(const struct run_args *a, char **argv, const char *pa
     return cannot_exec(path, errno);
 }
 
-/* The files the options name, as absolute paths: the program may change its directory. */
+/*
+ * The files the options name, as absolute paths: the program may change
+ * its directory.  "-" (stdout) stays, where the option takes it.
+ */
 static int check_files(struct run_args *a)
 {
-    static char output[PATH_MAX], plot[PATH_MAX], folded[PATH_MAX];
+    static char output[PATH_MAX], plot[PATH_MAX], folded[PATH_MAX], flamegraph[PATH_MAX];
     int rc = 0;
 
     if (a->output && !(rc = check_file("--output", a->output, output, sizeof output)))
         a->output = output;
     if (!rc && a->plot && !(rc = check_file("--plot", a->plot, plot, sizeof plot)))
         a->plot = plot;
-    if (!rc && a->folded && !(rc = check_file("--folded", a->folded, folded, sizeof folded)))
+    if (!rc && a->folded && strcmp(a->folded, "-") && !(rc = check_file("--folded", a->folded, folded, sizeof folded)))
         a->folded = folded;
+    if (!rc && a->flamegraph && strcmp(a->flamegraph, "-") &&
+        !(rc = check_file("--flamegraph", a->flamegraph, flamegraph, sizeof flamegraph)))
+        a->flamegraph = flamegraph;
     return rc;
 }
 

@@ -17,9 +17,9 @@ struct run_args {
     bool trace;      /* the program is traced (trace's options are allowed) */
     /* run's */
     const char *guard, *stack_size, *output, *report_signal, *plot;
-    bool json, help, allow_unprotected;
+    bool json, help, allow_unprotected, quiet;
     /* trace's: NULL, 0 or false when not given */
-    const char *folded, *warn_frame, *warn_depth, *max_tasks;
+    const char *folded, *flamegraph, *warn_frame, *warn_depth, *max_tasks;
     size_t warn_frame_bytes;
     bool all_lines;
     int prog; /* index of PROG in argv */
@@ -29,7 +29,7 @@ struct run_args {
 enum {
     RUN_OPT_GUARD = 256, RUN_OPT_STACK_SIZE, RUN_OPT_JSON, RUN_OPT_REPORT_SIGNAL, RUN_OPT_ALLOW_UNPROTECTED,
     RUN_OPT_PLOT, TRACE_OPT_FOLDED, TRACE_OPT_WARN_FRAME, TRACE_OPT_WARN_DEPTH, TRACE_OPT_MAX_TASKS,
-    TRACE_OPT_ALL_LINES,
+    TRACE_OPT_ALL_LINES, TRACE_OPT_FLAMEGRAPH,
 };
 
 /*

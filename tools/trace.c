@@ -36,18 +36,23 @@ static void help(void)
            "  --warn-depth PERCENT  warn (at once, on stderr) when a thread passes\n"
            "                        PERCENT of its stack\n"
            "  --max-tasks N         trace up to N tasks (threads, fibers) at once\n"
-           "                        (default 4096); the table counts those left out\n"
+           "                        (default 16384); the table counts those left out\n"
            "  --all-lines           file:line also from separately installed debug files\n"
            "                        (/usr/lib/debug; 0.1-0.2 s per library at exit);\n"
            "                        by default only from modules built with -g\n"
            "  --json                the usage table and the chains as one JSON object\n"
            "                        (chains under \"trace\", frames unfolded)\n"
-           "  --folded FILE         also write every chain to FILE as folded stacks,\n"
-           "                        root first, weighted by bytes (\"a;b;c BYTES\": a\n"
-           "                        frame's width is its depth), for flamegraph.pl,\n"
+           "  --folded FILE         also write every chain to FILE (- for stdout) as\n"
+           "                        folded stacks, rooted at its thread, weighted by\n"
+           "                        bytes (\"thread 'T' (tid N);a;b;c BYTES\": a frame's\n"
+           "                        width is the depth from it down), recursion folded\n"
+           "                        as in the report (\"f [xN]\"), for flamegraph.pl,\n"
            "                        speedscope and other flame graph tools\n"
+           "  --flamegraph FILE.svg also draw every chain into FILE.svg (- for stdout):\n"
+           "                        an interactive flame graph for any browser, frame\n"
+           "                        widths by bytes; click zooms, Ctrl-F searches\n"
            "  --guard SIZE, --stack-size SIZE, --output FILE, --report-signal SIG,\n"
-           "  --allow-unprotected, --plot FILE.png\n"
+           "  --allow-unprotected, --plot FILE.png|.svg, -q/--quiet\n"
            "                        as for 'vmstack run' (see 'vmstack run --help')\n\n"
            "man vmstack-trace(1) has the details.\n");
 }
@@ -86,6 +91,7 @@ const struct run_option trace_options[] = {
     RUN_ARG("max-tasks", TRACE_OPT_MAX_TASKS, max_tasks, check_max_tasks),
     RUN_FLAG("all-lines", TRACE_OPT_ALL_LINES, all_lines),
     RUN_ARG("folded", TRACE_OPT_FOLDED, folded, NULL),
+    RUN_ARG("flamegraph", TRACE_OPT_FLAMEGRAPH, flamegraph, NULL),
     {{0}, 0, NULL},
 };
 

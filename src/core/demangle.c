@@ -37,10 +37,13 @@ static void find_demangler(void)
 const char *vms__demangle_loaded(const char *name, char *buf, size_t cap)
 {
     cxa_demangle_fn fn = atomic_load_explicit(&demangler, memory_order_acquire);
+    const char *rust = vms__demangle_rust(name, buf, cap);
     char *out;
     int status = -1;
     size_t n;
 
+    if (rust != name)
+        return rust;
     if (!fn || !name || strncmp(name, "_Z", 2) || cap == 0 || !(out = fn(name, NULL, NULL, &status)))
         return name;
     n = strlen(out);
@@ -54,8 +57,10 @@ const char *vms__demangle_loaded(const char *name, char *buf, size_t cap)
 
 const char *vms__demangle(const char *name, char *buf, size_t cap)
 {
-    if (!name || strncmp(name, "_Z", 2) || cap == 0)
-        return name;
+    const char *rust = vms__demangle_rust(name, buf, cap);
+
+    if (rust != name || !name || strncmp(name, "_Z", 2) || cap == 0)
+        return rust;
     pthread_once(&once, find_demangler);
     return vms__demangle_loaded(name, buf, cap);
 }

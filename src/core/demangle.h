@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * C++ names for reports, traces and checkstack, without a C++ dependency:
+ * C++ and Rust names for reports, traces and checkstack, without a C++ dependency:
  * libstdc++'s __cxa_demangle is found at run time (already loaded in a C++
  * program, else dlopen'd when present).  It allocates with malloc.
  */
@@ -29,5 +29,15 @@ void vms__demangle_find_loaded(void);
  * interrupted code provably holds no allocator lock.
  */
 const char *vms__demangle_loaded(const char *name, char *buf, size_t cap);
+
+/*
+ * A Rust name, v0 ("_R...") or legacy ("_ZN...17h<hash>E"), as
+ * rustc-demangle's alternate form writes it (no hashes, no crate
+ * disambiguators), in buf (cut to cap - 1 bytes); name itself when it is
+ * neither or cannot be read (rustdemangle.c).  Async-signal-safe: no
+ * allocation, bounded recursion.  vms__demangle and vms__demangle_loaded
+ * try it first.
+ */
+const char *vms__demangle_rust(const char *name, char *buf, size_t cap);
 
 #endif

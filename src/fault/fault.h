@@ -149,6 +149,33 @@ struct vms_symres {
     const char *module;  /* file name of the module, NULL when in no module */
     uintptr_t modoff;    /* offset from the module's load address */
 };
+/*
+ * file:line for addr (a call site: a return address less one) from its
+ * module's DWARF line table: the file's base name (in the mapped module,
+ * not copied) and the line; false when the module has no uncompressed
+ * .debug_line or no row for it.  Async-signal-safe, as vms__symbols_lookup.
+ */
+bool vms__symbols_line(uintptr_t addr, const char **file, unsigned *line);
+
+/* ---- lines.c ---- */
+
+/* The address range of one sequence of a line program, and the unit (in .debug_line) it is in. */
+struct vms_dwarf_seq {
+    uint64_t lo, hi;
+    const unsigned char *unit;
+};
+/* A module's line table and the string sections it refers to, as mapped; its sequences once indexed. */
+struct vms_dwarf {
+    const char *line, *line_str, *str; /* NULL: none */
+    size_t line_size, line_str_size, str_size;
+    const struct vms_dwarf_seq *seqs;
+    size_t nseqs;
+};
+/* Lists d's sequences (one pass over its programs): false when it has none or no memory.  Async-signal-safe. */
+bool vms__dwarf_index(struct vms_dwarf *d);
+/* The row for pc (a link-time address) in d, indexed: true with the file's base name and the line.  Async-signal-safe. */
+bool vms__dwarf_line(const struct vms_dwarf *d, uint64_t pc, const char **file, unsigned *line);
+
 /* [lo, hi): what a loaded module's PT_LOAD segments span; false for none. */
 struct dl_phdr_info;
 bool vms__module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);

@@ -125,7 +125,8 @@ static void put_symbol(struct vms_sbuf *b, uintptr_t addr, bool ret)
 
     vms__symbols_lookup(addr - ret, &s);
     if (s.name) {
-        vms__sb_str(b, demangling ? vms__demangle_loaded(s.name, cxx, sizeof cxx) : s.name);
+        vms__sb_str(b, demangling ? vms__demangle_loaded(s.name, cxx, sizeof cxx)
+                                  : vms__demangle_rust(s.name, cxx, sizeof cxx));
         vms__sb_str(b, "+");
         vms__sb_hex(b, s.off + ret);
         vms__sb_str(b, "/");
@@ -240,12 +241,27 @@ struct run {
     bool ret;          /* ip is a return address (every frame but the interrupted one) */
 };
 
+/* " file:line" of the call (the instruction, for the interrupted frame) where the module has a line table. */
+static void put_line(struct vms_sbuf *b, uintptr_t addr, bool ret)
+{
+    const char *file;
+    unsigned line;
+
+    if (!vms__symbols_line(addr - ret, &file, &line))
+        return;
+    vms__sb_str(b, " ");
+    vms__sb_str(b, file);
+    vms__sb_str(b, ":");
+    vms__sb_dec(b, line);
+}
+
 static void put_run(struct vms_sbuf *b, const struct run *r)
 {
     vms__sb_str(b, "vmstack:  [<");
     vms__sb_hex(b, r->ip);
     vms__sb_str(b, ">] ");
     put_symbol(b, r->ip, r->ret);
+    put_line(b, r->ip, r->ret);
     vms__sb_str(b, "\n");
     if (r->n > 1) {
         vms__sb_str(b, "vmstack:  ... ");

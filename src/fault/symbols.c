@@ -60,6 +60,7 @@ enum { UNREAD, READING, READY, NONE };
 struct index {
     const struct sym *syms; /* sorted by address */
     size_t n;
+    struct vms_dwarf dwarf;  /* its line table, when it has one */
 };
 
 struct module {
@@ -69,6 +70,7 @@ struct module {
     _Atomic int state;
     _Atomic pid_t reader;      /* the thread reading it (READING) */
     struct index idx;          /* READY */
+    _Atomic int lines;         /* idx.dwarf's sequences: UNREAD, READING, READY or NONE */
 };
 
 struct table {
@@ -212,6 +214,32 @@ static bool wanted(const Elf64_Sym *s, size_t strsize)
            s->st_name != 0 && s->st_name < strsize;
 }
 
+/*
+ * The DWARF sections the report's file:line reads (lines.c), from the
+ * image's section names; a compressed one (separate debug files) is left
+ * out: inflating it takes a library and memory.
+ */
+static void dwarf_sections(const char *f, size_t size, const Elf64_Ehdr *eh, struct vms_dwarf *d)
+{
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff), *names;
+
+    if (eh->e_shstrndx >= eh->e_shnum)
+        return;
+    names = &sh[eh->e_shstrndx];
+    if (!in_file(names->sh_offset, names->sh_size, size) || !names->sh_size || f[names->sh_offset + names->sh_size - 1])
+        return;
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        const char *name = sh[i].sh_name < names->sh_size ? f + names->sh_offset + sh[i].sh_name : "";
+        const char **at = !strcmp(name, ".debug_line") ? &d->line : !strcmp(name, ".debug_line_str") ? &d->line_str
+                        : !strcmp(name, ".debug_str") ? &d->str : NULL;
+        if (!at || (sh[i].sh_flags & SHF_COMPRESSED) || sh[i].sh_type == SHT_NOBITS ||
+            !in_file(sh[i].sh_offset, sh[i].sh_size, size))
+            continue;
+        *at = f + sh[i].sh_offset;
+        *(at == &d->line ? &d->line_size : at == &d->line_str ? &d->line_str_size : &d->str_size) = sh[i].sh_size;
+    }
+}
+
 /* The sorted index of the functions in the ELF image f, loaded at bias. */
 static bool index_image(const char *f, size_t size, uintptr_t bias, struct index *out)
 {
@@ -245,6 +273,7 @@ static bool index_image(const char *f, size_t size, uintptr_t bias, struct index
     mprotect(idx, bytes, PROT_READ);
     out->syms = idx;
     out->n = n;
+    dwarf_sections(f, size, eh, &out->dwarf);
     return true;
 }
 
@@ -332,9 +361,13 @@ static void reset_in_child(void)
     struct table *t = atomic_load_explicit(&current, memory_order_acquire);
     int reading = READING;
 
-    for (size_t k = 0; t && k < t->nmods; k++, reading = READING)
+    for (size_t k = 0; t && k < t->nmods; k++, reading = READING) {
         atomic_compare_exchange_strong_explicit(&t->mods[k].state, &reading, UNREAD, memory_order_relaxed,
                                                 memory_order_relaxed);
+        reading = READING;
+        atomic_compare_exchange_strong_explicit(&t->mods[k].lines, &reading, UNREAD, memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
     pthread_mutex_unlock(&snapshot_lock);
 }
 
@@ -409,8 +442,13 @@ static void carry_over(struct build *b, struct module *m)
         struct module *o = &b->old->mods[i];
         if (o->lo == m->lo && o->hi == m->hi && o->bias == m->bias && strcmp(o->path, m->path) == 0 &&
             atomic_load_explicit(&o->state, memory_order_acquire) == READY) {
+            int lines = atomic_load_explicit(&o->lines, memory_order_acquire);
             m->idx = o->idx;
             atomic_store_explicit(&m->state, READY, memory_order_relaxed);
+            /* Its line index too, when it is made: one being made goes on in the old table only. */
+            atomic_store_explicit(&m->lines, lines == READING ? UNREAD : lines, memory_order_relaxed);
+            if (lines == READING)
+                m->idx.dwarf.seqs = NULL, m->idx.dwarf.nseqs = 0;
             return;
         }
     }
@@ -534,19 +572,50 @@ static long find_sym(const struct index *x, uintptr_t addr)
     return best;
 }
 
-void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r)
+/* The module addr is in, NULL for none. */
+static struct module *module_of(uintptr_t addr)
 {
     struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+
+    for (size_t k = 0; t && k < t->nmods; k++)
+        if (addr >= t->mods[k].lo && addr < t->mods[k].hi)
+            return &t->mods[k];
+    return NULL;
+}
+
+/*
+ * The module's line table, indexed now if nobody has: only when a line is
+ * asked for, as trace and the tables name functions without it.  A thread
+ * that finds another indexing it gets no line rather than wait.
+ */
+static const struct vms_dwarf *module_lines(struct module *m)
+{
+    int st = UNREAD;
+
+    if (!module_index(m) || !m->idx.dwarf.line)
+        return NULL;
+    if (atomic_compare_exchange_strong_explicit(&m->lines, &st, READING, memory_order_acq_rel, memory_order_acquire)) {
+        st = vms__dwarf_index(&m->idx.dwarf) ? READY : NONE;
+        atomic_store_explicit(&m->lines, st, memory_order_release);
+    }
+    return st == READY ? &m->idx.dwarf : NULL;
+}
+
+bool vms__symbols_line(uintptr_t addr, const char **file, unsigned *line)
+{
+    struct module *m = module_of(addr);
+    const struct vms_dwarf *d = m ? module_lines(m) : NULL;
+
+    return d && vms__dwarf_line(d, addr - m->bias, file, line);
+}
+
+void vms__symbols_lookup(uintptr_t addr, struct vms_symres *r)
+{
+    struct module *m = module_of(addr);
     const struct index *x;
-    struct module *m = NULL;
     long i;
 
     memset(r, 0, sizeof *r);
-    if (!t)
-        return;
-    for (size_t k = 0; k < t->nmods && !m; k++)
-        if (addr >= t->mods[k].lo && addr < t->mods[k].hi)
-            m = &t->mods[k];
     if (!m)
         return;
     r->module = m->name;

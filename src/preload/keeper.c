@@ -114,15 +114,23 @@ static void set_ready(struct vms_run_shm *m, uint32_t how)
     sys(SYS_futex, (long)&m->keeper_ready, FUTEX_WAKE, INT32_MAX, 0);
 }
 
-/* Only the stderr of the start: 0 and 1 on /dev/null, so that a pipe's reader sees its end with the program's. */
+/*
+ * Only the stderr of the start: 0 and 1 on /dev/null, so that a pipe's
+ * reader sees its end with the program's; and its stdout when the folded
+ * stacks or the flame graph go there ("-"), for the end without exit
+ * handlers.
+ */
 static void keep_stderr_only(void)
 {
+    const struct run_opts *o = &vms__run_opts;
+    bool stdout_wanted = (o->folded && !strcmp(o->folded, "-")) || (o->flamegraph && !strcmp(o->flamegraph, "-"));
     long null;
 
     sys(SYS_close_range, 3, ~0u, 0, 0);
     null = sys(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0);
     sys(SYS_dup3, null, 0, 0, 0);
-    sys(SYS_dup3, null, 1, 0, 0);
+    if (!stdout_wanted)
+        sys(SYS_dup3, null, 1, 0, 0);
     if (null > 2)
         sys(SYS_close, null, 0, 0, 0);
 }

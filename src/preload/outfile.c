@@ -10,7 +10,9 @@
  * there), then rename over FILE.  What is not a regular file (a FIFO,
  * /dev/stdout, a terminal) is written into instead, since a rename would
  * replace it; without blocking forever: a FIFO nobody reads is an error,
- * and a reader that stops reading for WRITE_TIMEOUT_MS is one too.
+ * and a reader that stops reading for WRITE_TIMEOUT_MS is one too.  "-"
+ * is the stdout of whoever writes: the program's fd 1 at its end, or the
+ * keeper's, which kept the stdout of the start for it (keeper.c).
  * Every failure is a message and a return of -1: 'vmstack run' then ends
  * with exit status 1 if the program itself succeeded.
  */
@@ -61,22 +63,16 @@ static int write_waiting(int fd, const char *p, size_t len)
 }
 
 /*
- * Into a FIFO, a terminal, /dev/null...  SIGPIPE (the reader went away) is
- * held back while writing, then discarded: it is our write's, not the
- * program's.
+ * Into fd, a FIFO, a terminal, /dev/null...  SIGPIPE (the reader went
+ * away) is held back while writing, then discarded: it is our write's,
+ * not the program's.
  */
-static int write_special(const char *path, const char *text, size_t len)
+static int write_fd(int fd, const char *path, const char *text, size_t len)
 {
     sigset_t pipe_set, old;
     struct timespec now = {0, 0};
-    int fd, rc;
+    int rc;
 
-    if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0 && errno == ENXIO) {
-        say("vmstack %s: cannot write %s: a FIFO that nobody reads\n", command, path);
-        return -1;
-    }
-    if (fd < 0)
-        return fail("write", path, errno);
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
@@ -85,8 +81,22 @@ static int write_special(const char *path, const char *text, size_t len)
         while (sigtimedwait(&pipe_set, NULL, &now) == SIGPIPE)
             ;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(fd);
     return rc ? fail("write", path, -rc) : 0;
+}
+
+static int write_special(const char *path, const char *text, size_t len)
+{
+    int fd, rc;
+
+    if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0 && errno == ENXIO) {
+        say("vmstack %s: cannot write %s: a FIFO that nobody reads\n", command, path);
+        return -1;
+    }
+    if (fd < 0)
+        return fail("write", path, errno);
+    rc = write_fd(fd, path, text, len);
+    close(fd);
+    return rc;
 }
 
 /* The mode FILE keeps (when it exists) or gets: 0666 less the umask, as open() would. */
@@ -135,6 +145,8 @@ int vms__run_write_output(const char *sub, const char *path, const char *text, s
 
     say = tell;
     command = sub;
+    if (!strcmp(path, "-"))
+        return write_fd(1, "stdout", text, len);
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         return write_special(path, text, len);
     return write_replacing(path, text, len);

@@ -2,7 +2,7 @@
 /*
  * --output FILE, replaced whole and safely (outfile.c): shared by the
  * preload library (tables on --report-signal) and the launcher (the table
- * at exit).  0, or -1 after a message through tell, which names the
+ * at exit); path "-" is stdout.  0, or -1 after a message through tell, which names the
  * command sub ("run" or "trace").
  */
 #ifndef VMS_OUTFILE_H

@@ -151,7 +151,7 @@ static bool read_path_option(const char *name, const char **out)
     const char *v = secure_getenv(name);
 
     *out = v;
-    return !v || v[0] == '/' || bad_option(name, v, "an absolute path");
+    return !v || v[0] == '/' || !strcmp(v, "-") || bad_option(name, v, "an absolute path, or - for stdout");
 }
 
 static bool read_options(void)
@@ -167,9 +167,12 @@ static bool read_options(void)
     if ((v = secure_getenv("VMSTACK_RUN_JSON")) && strcmp(v, "0") && strcmp(v, "1"))
         return bad_option("VMSTACK_RUN_JSON", v, "0 or 1");
     vms__run_opts.json = v && !strcmp(v, "1");
+    if ((v = secure_getenv("VMSTACK_RUN_QUIET")) && strcmp(v, "0") && strcmp(v, "1"))
+        return bad_option("VMSTACK_RUN_QUIET", v, "0 or 1");
+    vms__run_opts.quiet = v && !strcmp(v, "1");
     if (!read_path_option("VMSTACK_RUN_OUTPUT", &vms__run_opts.output) ||
         !read_path_option("VMSTACK_RUN_PLOT", &vms__run_opts.plot) ||
-        !read_path_option("VMSTACK_RUN_FOLDED", &vms__run_opts.folded))
+        !read_path_option("VMSTACK_RUN_FOLDED", &vms__run_opts.folded) || !read_path_option("VMSTACK_RUN_FLAMEGRAPH", &vms__run_opts.flamegraph))
         return false;
     if ((v = secure_getenv("VMSTACK_RUN_REPORT_SIGNAL")) &&
         (!whole_number(v, 0, NSIG - 1, &n) || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS))
@@ -652,6 +655,10 @@ static void at_exit(int status, void *unused)
     /* The exiting thread's dead stack is read before our exit code runs on it. */
     if (atomic_load_explicit(&vms__trace_armed, memory_order_relaxed))
         vms__trace_end();
+    /* --folded - and --flamegraph - follow what the program wrote to stdout, as exit would flush it. */
+    if ((vms__run_opts.folded && !strcmp(vms__run_opts.folded, "-")) ||
+        (vms__run_opts.flamegraph && !strcmp(vms__run_opts.flamegraph, "-")))
+        fflush(stdout);
     if (vms__run_exit_table() < 0 && status == 0) {
         fflush(NULL);
         real_exit(1);

@@ -23,10 +23,12 @@
  *   VMSTACK_RUN_STACK_SIZE     stack size of threads that ask for no size
  *   VMSTACK_RUN_GUARD_SIZE     guard below each thread stack
  *   VMSTACK_RUN_JSON=1         the table as JSON
+ *   VMSTACK_RUN_QUIET=1        no table at exit on stderr unless an overflow was reported
  *   VMSTACK_RUN_OUTPUT=FILE    the table replaces FILE (else: stderr)
  *   VMSTACK_RUN_REPORT_SIGNAL  signal number that prints the table
  *   VMSTACK_RUN_PLOT=FILE      also a PNG of the table (runpost.c)
- *   VMSTACK_RUN_FOLDED=FILE    also the chains as folded stacks (trace)
+ *   VMSTACK_RUN_FOLDED=FILE    also the chains as folded stacks (trace); "-": stdout
+ *   VMSTACK_RUN_FLAMEGRAPH=FILE  also the chains as an SVG flame graph (trace); "-": stdout
  *   VMSTACK_RUN_PID            the process that prints the table (the one
  *                              'vmstack run' became; its children don't)
  *   VMSTACK_RUN_STACK_LIMIT    the program's own soft RLIMIT_STACK, when
@@ -37,8 +39,8 @@
 struct run_opts {
     size_t stack_size;  /* 0: glibc's default */
     size_t guard_size;  /* 0: the library's configured guard */
-    bool json;
-    const char *output, *plot, *folded; /* absolute paths, or NULL */
+    bool json, quiet;
+    const char *output, *plot, *folded, *flamegraph; /* absolute paths ("-" for stdout), or NULL */
     int report_signal;  /* 0: none */
     pid_t pid;          /* 0: any */
 };
@@ -115,8 +117,10 @@ void vms__out_adopt(void);              /* the keeper takes the program's place 
  */
 void vms__keeper_start(void);
 
-/* runpost.c: --plot and --folded from the report text; 0, or -1 after a message. */
+/* runpost.c: --plot, --folded and --flamegraph from the report text; 0, or -1 after a message. */
 int vms__run_post(const char *text, size_t len);
+/* flamegraph.c: --flamegraph, the chains of report (cut in place) drawn into path as SVG; 0, or -1 after a message. */
+int vms__flamegraph_write(char *report, const char *path, const char *prog);
 
 /* sigchain.c: the program's SIGSEGV/SIGBUS handlers behind the overflow handler. */
 void vms__sigchain_init(void);  /* before the overflow handler is installed */

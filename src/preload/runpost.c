@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What 'vmstack run --plot' and 'vmstack trace --folded' make of the
- * report, by whoever delivers the table at the end: the program's exit
- * handlers, or its keeper (keeper.c) when those never ran:
- *   --folded FILE   every chain of the trace as folded stacks, root first,
- *                   one line per frame weighted by that frame's bytes, so
- *                   that a frame's width in a flame graph is its depth:
- *                   "a;b;c BYTES" (flamegraph.pl, speedscope, ...)
- *   --plot FILE     a PNG of each thread's peak against its stack size,
- *                   drawn by gnuplot (as 'vmstack bench --plot')
- * Both files replace FILE as --output does (outfile.c): never through a
+ * What 'vmstack run --plot' and 'vmstack trace --folded, --flamegraph'
+ * make of the report, by whoever delivers the table at the end: the
+ * program's exit handlers, or its keeper (keeper.c) when those never ran:
+ *   --folded FILE   every chain of the trace as folded stacks rooted at
+ *                   its task, one line per frame weighted by that frame's
+ *                   bytes, so that a frame's width in a flame graph is the
+ *                   depth from it down: "task;a;b;c BYTES" (flamegraph.pl,
+ *                   speedscope, ...)
+ *   --flamegraph FILE  the same chains as an SVG flame graph (flamegraph.c)
+ *   --plot FILE     a PNG or SVG (by FILE's name) of each thread's peak as
+ *                   a share of its stack, drawn by gnuplot; from the text
+ *                   table or its JSON
+ * The files replace FILE as --output does (outfile.c): never through a
  * link someone planted.  Names from the program (its own, its threads')
  * reach gnuplot as quoted data, never as script.
  */
 #include "preload/preload.h"
+#include "preload/chains.h"
 #include "preload/outfile.h"
 
 #include <ctype.h>
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,133 +40,36 @@
 
 extern char **environ;
 
-static char *next_line(char **p)
-{
-    char *line = *p, *nl;
-
-    if (!*line)
-        return NULL;
-    nl = strchr(line, '\n');
-    if (nl) {
-        *nl = '\0';
-        *p = nl + 1;
-    } else {
-        *p = line + strlen(line);
-    }
-    return line;
-}
-
 /* ---- folded stacks ---- */
 
-/* A row of a chain, "  N)  DEPTH  SIZE  LOCATION": the size and the function's name. */
-static bool chain_row(const char *line, unsigned long *size, char *fn, size_t n)
+/* A row's frame as folded stacks name it: a folded run of recursion as "f [xN]". */
+static void put_frame(FILE *out, const struct chain_row *r)
 {
-    const char *loc;
-    char *end;
-    size_t len;
-
-    while (isspace((unsigned char)*line))
-        line++;
-    if (!isdigit((unsigned char)*line) || !(line = strchr(line, ')')))
-        return false;
-    strtoul(line + 1, &end, 10); /* the depth */
-    if (end == line + 1)
-        return false;
-    loc = end;
-    *size = strtoul(loc, &end, 10);
-    if (end == loc) /* "?": the last row of a chain cut short */
-        end += strspn(end, " ") + 1;
-    loc = end + strspn(end, " ");
-    /* "function+0xOFF/0xSIZE [module] file:line": the name may hold spaces (C++), not " [". */
-    end = strstr(loc, " [");
-    len = end ? (size_t)(end - loc) : strlen(loc);
-    for (size_t k = len; k-- > 1;)
-        if (!strncmp(loc + k, "+0x", 3)) {
-            len = k;
-            break;
-        }
-    if (!len || loc[0] == '?')
-        snprintf(fn, n, "[unknown]");
-    else
-        snprintf(fn, n, "%.*s", (int)strcspn(loc, "@") < (int)len ? (int)strcspn(loc, "@") : (int)len, loc);
-    /* ';' separates frames: never inside one. */
-    for (char *c = fn; *c; c++)
-        if (*c == ';')
-            *c = ':';
-    return true;
+    fputs(r->name, out);
+    if (r->count > 1)
+        fprintf(out, " [x%lu]", r->count);
 }
 
-struct chain {
-    char (*fn)[256];
-    unsigned long *size;
-    size_t n, cap;
-};
-
-/* The chain's lines, root first: each frame with its own bytes. */
-static void write_chain(FILE *out, const struct chain *c)
+/*
+ * The chain's lines, rooted at its task: one per row from the root down,
+ * weighted by the row's own bytes, so that the lines of a frame and all
+ * below it add up to the stack's depth from it down.
+ */
+static int fold_chain(void *ctx, const struct chain *c)
 {
+    FILE *out = ctx;
+
     for (size_t i = c->n; i-- > 0;) {
-        if (!c->size[i])
+        if (!c->rows[i].size)
             continue;
-        for (size_t j = c->n; j-- > i;)
-            fprintf(out, "%s%s", c->fn[j], j > i ? ";" : "");
-        fprintf(out, " %lu\n", c->size[i]);
+        fputs(c->root, out);
+        for (size_t j = c->n; j-- > i;) {
+            fputc(';', out);
+            put_frame(out, &c->rows[j]);
+        }
+        fprintf(out, " %lu\n", c->rows[i].size);
     }
-}
-
-/* The chains of report as folded stacks, into out. */
-static int fold(char *report, FILE *out)
-{
-    struct chain c = { 0 };
-    bool in = false;
-    char *line, fn[256];
-    unsigned long size;
-    int rc = 0;
-
-    while ((line = next_line(&report))) {
-        unsigned long more;
-
-        if (strstr(line, "Depth") && strstr(line, "Size") && strstr(line, "Location")) {
-            in = true;
-            c.n = 0;
-            continue;
-        }
-        if (!in)
-            continue;
-        /* Recursion, folded in the report: the row above, that many times more. */
-        if (c.n && sscanf(line, " ... %lu more entries of the same", &more) == 1) {
-            memcpy(fn, c.fn[c.n - 1], sizeof fn);
-            size = c.size[c.n - 1];
-        } else if (chain_row(line, &size, fn, sizeof fn)) {
-            more = 1;
-        } else {
-            if (!*line) {
-                write_chain(out, &c);
-                in = false;
-            }
-            continue;
-        }
-        while (more-- && !rc) {
-            if (c.n == c.cap) {
-                void *f = realloc(c.fn, (c.cap * 2 + 64) * sizeof *c.fn);
-                void *z = f ? realloc(c.size, (c.cap * 2 + 64) * sizeof *c.size) : NULL;
-                c.fn = f ? f : c.fn;
-                c.size = z ? z : c.size;
-                if (!f || !z) {
-                    rc = -1;
-                    break;
-                }
-                c.cap = c.cap * 2 + 64;
-            }
-            memcpy(c.fn[c.n], fn, sizeof fn);
-            c.size[c.n++] = size;
-        }
-    }
-    if (in && !rc)
-        write_chain(out, &c);
-    free(c.fn);
-    free(c.size);
-    return rc;
+    return 0;
 }
 
 static int write_folded(char *report, const char *path)
@@ -169,7 +77,7 @@ static int write_folded(char *report, const char *path)
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    int rc = out ? fold(report, out) : -1;
+    int rc = out ? vms__chains_each(report, fold_chain, out) : -1;
 
     if (out && fclose(out))
         rc = -1;
@@ -197,14 +105,48 @@ static double bytes_of(const char *s)
     return v;
 }
 
-/* The table's rows as gnuplot data lines "label" STACK PEAK; the number of rows. */
+/* b bytes for a person: "24.7K", "8M". */
+static void human(double b, char *out, size_t n)
+{
+    static const char units[] = "KMG";
+    int u = -1;
+
+    while (b >= 1024 && u < 2) {
+        b /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(out, n, "%.0f", b);
+    else
+        snprintf(out, n, b < 10 && b != (int)b ? "%.1f%c" : "%.0f%c", b, units[u]);
+}
+
+/*
+ * One thread as a gnuplot data line: "TID NAME (PEAK of STACK)" and its
+ * peak as a percentage of its stack.  The name is the program's: as data,
+ * with no quote or backslash in it.
+ */
+static void plot_row(FILE *gp, const char *tid, const char *name, double stack, double peak)
+{
+    char clean[64], p[16], s[16];
+
+    snprintf(clean, sizeof clean, "%s", name);
+    for (char *c = clean; *c; c++)
+        if (*c == '"' || *c == '\\' || *c == '\n')
+            *c = '\'';
+    human(peak, p, sizeof p);
+    human(stack, s, sizeof s);
+    fprintf(gp, "\"%s %s (%s of %s)\" %.17g\n", tid, clean, p, s, stack > 0 ? 100 * peak / stack : 0.0);
+}
+
+/* The text table's rows as gnuplot data lines (plot_row); the number of rows. */
 static int table_rows(char *report, FILE *gp)
 {
     char *line, *name_at = NULL;
     size_t name_col = 0, start_col = 0;
     int rows = 0;
 
-    while ((line = next_line(&report))) {
+    while ((line = vms__next_line(&report))) {
         char *tok[16], copy[512];
         int nt = 0;
 
@@ -231,11 +173,47 @@ static int table_rows(char *report, FILE *gp)
             for (size_t k = strlen(name); k && name[k - 1] == ' '; k--)
                 name[k - 1] = '\0';
         }
-        for (char *c = name; *c; c++)
-            if (*c == '"' || *c == '\\')
-                *c = '\'';
-        fprintf(gp, "\"%s %s\" %.0f %.0f\n", tok[0], name, bytes_of(tok[nt - 4]), bytes_of(tok[nt - 2]));
+        plot_row(gp, tok[0], name, bytes_of(tok[nt - 4]), bytes_of(tok[nt - 2]));
         rows++;
+    }
+    return rows;
+}
+
+/*
+ * The rows of the table as JSON (--json: runtable.c writes it one member
+ * a line) as gnuplot data lines; the number of rows.  A name's escapes
+ * stay as they are: quotes and backslashes become plot_row's.
+ */
+static int json_rows(char *report, FILE *gp)
+{
+    char *line, tid[24] = "", name[64] = "";
+    double stack = 0, peak = 0;
+    bool in = false;
+    int rows = 0;
+
+    while ((line = vms__next_line(&report))) {
+        char *v = line + strspn(line, " ");
+        size_t len;
+
+        if (!in) {
+            in = !strcmp(v, "\"threads\": [");
+            continue;
+        }
+        if (*v == ']')
+            break;
+        if (*v == '}') {
+            plot_row(gp, tid, name, stack, peak);
+            rows++;
+        } else if (sscanf(v, "\"tid\": %23[0-9]", tid) == 1 || sscanf(v, "\"stack_size\": %lf", &stack) == 1) {
+            continue;
+        } else if (!strncmp(v, "\"peak_bytes\": ", 14)) {
+            peak = strtod(v + 14, NULL); /* null: not measured, 0 */
+        } else if (!strncmp(v, "\"name\": \"", 9)) {
+            len = strlen(v + 9);
+            len -= len && v[9 + len - 1] == ',';
+            len -= len && v[9 + len - 1] == '"';
+            snprintf(name, sizeof name, "%.*s", (int)len, v + 9);
+        }
     }
     return rows;
 }
@@ -280,30 +258,48 @@ static void put_quoted(FILE *gp, const char *s)
     fputc('\'', gp);
 }
 
-/* The script drawing the table's rows into png; the number of rows. */
-static int plot_script(FILE *gp, char *report, const char *png, const char *prog)
+/* Whether path names an SVG picture (else PNG: 'vmstack run' let only these two through). */
+static bool svg_name(const char *path)
+{
+    size_t n = strlen(path);
+
+    return n >= 4 && !strcasecmp(path + n - 4, ".svg");
+}
+
+/*
+ * The script drawing the table's rows into out, as SVG or PNG by the name
+ * of the picture (pic; out is the file that becomes it); the number of
+ * rows.  Each thread's peak as a percentage of its stack, on a linear
+ * axis, so that a bar's height is how full the stack got.
+ */
+static int plot_script(FILE *gp, char *report, const char *out, const char *pic, const char *prog)
 {
     char title[512];
     int rows;
 
     fprintf(gp, "$threads << EOD\n");
-    rows = table_rows(report, gp);
-    fprintf(gp, "EOD\n"
-                "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-                "  set terminal pngcairo size %d,%d noenhanced font ',10'\n"
-                "} else {\n  set terminal png size %d,%d noenhanced\n}\n"
-                "set output ",
-            RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT);
-    put_quoted(gp, png);
-    snprintf(title, sizeof title, "Stack use of %s: each thread's peak against its stack size", prog);
+    rows = report[strspn(report, " \n")] == '{' ? json_rows(report, gp) : table_rows(report, gp);
+    fprintf(gp, "EOD\n");
+    if (svg_name(pic))
+        fprintf(gp, "set terminal svg size %d,%d noenhanced font ',10' background rgb 'white'\n", RUN_PLOT_WIDTH,
+                RUN_PLOT_HEIGHT);
+    else
+        fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+                    "  set terminal pngcairo size %d,%d noenhanced font ',10'\n"
+                    "} else {\n  set terminal png size %d,%d noenhanced\n}\n",
+                RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT);
+    fprintf(gp, "set output ");
+    put_quoted(gp, out);
+    snprintf(title, sizeof title, "Stack use of %s: each thread's peak as a share of its stack", prog);
     fprintf(gp, "\nset title ");
     put_quoted(gp, title);
-    fprintf(gp, "\nset ylabel 'bytes (log scale)'\n"
-                "set logscale y\nset yrange [1:*]\n"
-                "set style data histogram\nset style histogram clustered gap 1\n"
-                "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
-                "set xtics rotate by -45 scale 0\nset key outside top center horizontal\nset grid ytics\n"
-                "plot $threads using 2:xtic(1) title 'stack size', '' using 3 title 'peak'\n");
+    fprintf(gp, "\nset ylabel 'peak use (%% of the stack)'\n"
+                "set yrange [0:100]\nset ytics 10\nset grid ytics\n"
+                "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset key off\n"
+                "set xtics rotate by -45 scale 0\nset xrange [-0.6:%d - 0.4]\n"
+                "plot $threads using 0:2:xtic(1) with boxes lc rgb '#d9541e', "
+                "'' using 0:2:(sprintf('%%.1f%%%%', $2)) with labels offset 0,0.8\n",
+            rows);
     return rows;
 }
 
@@ -338,7 +334,7 @@ static int write_plot(const char *sub, char *report, const char *png, const char
         goto done;
     }
     close(out);
-    rows = plot_script(gp, report, tmp, prog);
+    rows = plot_script(gp, report, tmp, png, prog);
     if (fclose(gp))
         rows = 0;
     gp = NULL;
@@ -362,11 +358,11 @@ done:
 
 int vms__run_post(const char *text, size_t len)
 {
-    const char *folded = vms__run_opts.folded, *plot = vms__run_opts.plot;
+    const char *folded = vms__run_opts.folded, *plot = vms__run_opts.plot, *flame = vms__run_opts.flamegraph;
     char *report;
     int rc = 0;
 
-    if (!folded && !plot)
+    if (!folded && !plot && !flame)
         return 0;
     if (!(report = strndup(text, len))) {
         vms__out_printf("vmstack %s: out of memory for the report\n", vms__run_command());
@@ -376,6 +372,12 @@ int vms__run_post(const char *text, size_t len)
     if (folded) {
         char *copy = strdup(report);
         if (!copy || write_folded(copy, folded))
+            rc = -1;
+        free(copy);
+    }
+    if (flame) {
+        char *copy = strdup(report);
+        if (!copy || vms__flamegraph_write(copy, flame, program_invocation_short_name))
             rc = -1;
         free(copy);
     }

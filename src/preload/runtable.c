@@ -523,7 +523,8 @@ static bool fd_free(void)
  * The table at the end (at_exit: by the exit handlers or the keeper) is
  * the last: the keeper then makes none, and --plot and --folded are drawn
  * from it.  Without --output it goes to the stderr of the start, now or
- * through the keeper (outfd.c).
+ * through the keeper (outfd.c); under --quiet only after an overflow
+ * report, which it then completes.
  */
 static int deliver(const char *text, size_t len, bool at_exit)
 {
@@ -532,14 +533,14 @@ static int deliver(const char *text, size_t len, bool at_exit)
 
     if (at_exit) {
         vms__out_ended();
-        if ((o->output || o->plot || o->folded) && !fd_free() && vms__out_hand_over(text, len))
+        if ((o->output || o->plot || o->folded || o->flamegraph) && !fd_free() && vms__out_hand_over(text, len))
             return 0;
     }
     if (o->output)
         rc = vms__run_write_output(vms__run_command(), o->output, text, len, vms__out_printf);
-    else if (at_exit)
+    else if (at_exit && (!o->quiet || vms__out_reported()))
         vms__out_table(text, len);
-    else
+    else if (!at_exit)
         vms__out_write(text, len); /* stderr gone: nothing to fail the program for */
     if (at_exit && vms__run_post(text, len))
         rc = -1;

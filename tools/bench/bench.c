@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const struct bench benches[] = {
     { "alloc", "one alloc+free of a 64 KiB stack written on one page: malloc, mmap+guard, vmstack", bench_alloc },
@@ -276,11 +277,29 @@ static int on_option(void *ctx, int opt, const char *v)
     return 0;
 }
 
+/*
+ * A run of several benchmarks takes minutes: on a terminal, a line on
+ * stderr before each says which one runs and how long the run has taken.
+ * Not into a pipe or a file, which get the tables alone.
+ */
+static void progress(size_t i, size_t n, const char *name, const struct timespec *start)
+{
+    struct timespec now;
+    long s;
+
+    if (n < 2 || !isatty(2))
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    s = (long)(now.tv_sec - start->tv_sec);
+    fprintf(stderr, "vmstack bench: %s (%zu of %zu, %ld:%02ld so far)\n", name, i + 1, n, s / 60, s % 60);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const struct bench *chosen[64];
     const char *plot_dir = NULL;
     const struct cmd_parser parser = { "bench", bench_options, false, on_option, &plot_dir };
+    struct timespec start;
     size_t n = 0;
     int first, rc;
 
@@ -312,7 +331,9 @@ int cmd_bench(int argc, char **argv)
     vms__json_init(&json, json_buf, sizeof json_buf, vms__json_sink_file, stdout, false);
     if (json_mode)
         vms__json_obj(&json);
+    clock_gettime(CLOCK_MONOTONIC, &start);
     for (size_t i = 0; i < n; i++) {
+        progress(i, n, chosen[i]->name, &start);
         /* Nothing buffered may be copied into a benchmark's child processes. */
         vms__json_flush(&json);
         fflush(stdout);

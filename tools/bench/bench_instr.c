@@ -439,7 +439,7 @@ int bench_callgrind_child(void)
 
 int bench_instructions(void)
 {
-    bench_title("instructions: skipped, vmstack was built without Boost.Context (install libboost-context-dev)");
+    bench_title("instructions: skipped, no vmstack-peers.so: vmstack was built without Boost.Context (libboost-context-dev), or its Debian package vmstack-bench-boost is not installed");
     return 0;
 }
 

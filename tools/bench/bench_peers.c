@@ -157,7 +157,7 @@ int bench_peers(void)
 
 int bench_peers(void)
 {
-    bench_title("peers: skipped, vmstack was built without Boost.Context (install libboost-context-dev)");
+    bench_title("peers: skipped, no vmstack-peers.so: vmstack was built without Boost.Context (libboost-context-dev), or its Debian package vmstack-bench-boost is not installed");
     return 0;
 }
 

@@ -50,7 +50,7 @@ static void help(void)
            "  probed   the function touches its stack page by page (stack-clash probes)\n\n"
            "Every FDE of the call-frame information is analysed.  Names come from\n"
            ".symtab, .dynsym or the separate debug file (/usr/lib/debug/.build-id,\n"
-           ".gnu_debuglink), else the address; C++ names are demangled; file:line\n"
+           ".gnu_debuglink), else the address; C++ and Rust names are demangled; file:line\n"
            "follows when DWARF has it.  Functions without call-frame information\n"
            "(hand-written assembly) are left out.  Inlined functions count in their\n"
            "callers.  See vmstack-checkstack(1).\n");
