@@ -7,7 +7,9 @@
  *   _exit       status 5
  *   abort       death by SIGABRT
  *   sigkill     death by SIGKILL
- *   emfile      RLIMIT_NOFILE 16, files opened until EMFILE, then exit(0)
+ *   emfile      RLIMIT_NOFILE 16 (soft and hard), files opened until EMFILE,
+ *               then exit(0); the running thread named 'sleepy' by prctl,
+ *               which vmstack does not see (only the kernel knows it)
  *   fds         prints the numbers of its open descriptors, one a line
  */
 #include <dirent.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,9 +33,10 @@ static void *finished(void *arg)
 
 static _Atomic int sleeping;
 
-static void *sleeper(void *arg)
+static void *sleeper(void *name)
 {
-    (void)arg;
+    if (name)
+        prctl(PR_SET_NAME, name);
     sleeping = 1;
     for (;;)
         pause();
@@ -60,7 +64,7 @@ int main(int argc, char **argv)
     pthread_t a, b;
 
     if (pthread_create(&a, NULL, finished, NULL) || pthread_join(a, NULL) ||
-        pthread_create(&b, NULL, sleeper, NULL))
+        pthread_create(&b, NULL, sleeper, strcmp(how, "emfile") ? NULL : "sleepy"))
         return 1;
     while (!sleeping)
         sched_yield();

@@ -15,6 +15,8 @@
  *                 overflows it: reported as that, with the thread's tid
  *   nofile        the program has used up its descriptors (RLIMIT_NOFILE):
  *                 the report names its functions all the same
+ *   nofile_hard   the same with the soft limit at the hard one, which the
+ *                 program cannot raise
  */
 #include "overflow.h"
 
@@ -341,18 +343,19 @@ static void altstack(void)
 
 /* ---- nofile ---- */
 
-static void nofile_child(void *unused)
+/* hard (non-NULL): the soft limit at the hard one, else below it (the hard one usually lies far above). */
+static void nofile_child(void *hard)
 {
     struct rlimit lim;
     int end;
 
-    (void)unused;
     alarm(HANG_SECONDS);
     CHECK_EQ(vms_fault_install(), 0);
-    /* A soft limit it reaches: the hard one, which a program cannot raise, usually lies far above. */
     CHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0);
     lim.rlim_cur = 64;
-    CHECK(lim.rlim_max > lim.rlim_cur && setrlimit(RLIMIT_NOFILE, &lim) == 0);
+    if (hard)
+        lim.rlim_max = 64;
+    CHECK(lim.rlim_max >= lim.rlim_cur && setrlimit(RLIMIT_NOFILE, &lim) == 0);
     while (open("/dev/null", O_RDONLY) >= 0)
         ;
     CHECK_EQ(errno, EMFILE);
@@ -361,12 +364,12 @@ static void nofile_child(void *unused)
     fprintf(stderr, "test: fiber end %d, soft limit %ld\n", end, (long)lim.rlim_cur);
 }
 
-static void nofile(void)
+static void nofile_run(bool hard)
 {
     struct child c;
     char line[64];
 
-    child_run(&c, nofile_child, NULL);
+    child_run(&c, nofile_child, (void *)(uintptr_t)hard);
     CHECK_TEXT(child_exit(&c) == 0, c.text, "exit 0");
     check_report(c.text, 0, TASK("deep"), "^vmstack:  \\[<" HEX ">\\] recurse\\+" HEX "/" HEX " \\[test_overflow_hostile\\]" LINE "$",
                  "^vmstack: killed fiber 'deep'$");
@@ -376,11 +379,22 @@ static void nofile(void)
     free(c.text);
 }
 
+static void nofile(void)
+{
+    nofile_run(false);
+}
+
+static void nofile_hard(void)
+{
+    nofile_run(true);
+}
+
 int main(int argc, char **argv)
 {
     static const struct scenario list[] = {
         {"full_pipe", full_pipe}, {"full_pipe_thread", full_pipe_thread}, {"fd2_file", fd2_file},
-        {"fork", fork_}, {"altstack", altstack}, {"nofile", nofile}, {NULL, NULL},
+        {"fork", fork_}, {"altstack", altstack}, {"nofile", nofile},
+        {"nofile_hard", nofile_hard}, {NULL, NULL},
     };
 
     return run_scenario(argc, argv, list);

@@ -382,13 +382,20 @@ valgrind)
         [ "$(grep -c '  work  ' "$tmp/err")" = 4 ] || fail "table: $(cat "$tmp/err")"
     ;;
 emfile)
-    # A program that used up its descriptors: exit 0, and the table in FILE all the same.
+    # A program that used up its descriptors (soft limit at the hard one): exit 0, and the table
+    # in FILE or on stderr all the same, with the names of the start routines (read from the
+    # program's file) and of a thread that named itself by prctl (read from /proc).
     for sub in run trace; do
         keeper_run "$tmp/err" "$vmstack" $sub --output "$tmp/t" -- "$bin/run_exitpath" emfile; rc=$?
         [ "$rc" = 0 ] || fail "$sub: exit $rc: $(cat "$tmp/err")"
         [ ! -s "$tmp/err" ] || fail "$sub: stderr: $(cat "$tmp/err")"
-        grep -q '^vmstack run: stack usage of run_exitpath (pid [0-9]*) at exit$' "$tmp/t" &&
-            grep -q '^ *[0-9]*  run_exitpath  *main  ' "$tmp/t" || fail "$sub: table: $(cat "$tmp/t")"
+        "$vmstack" $sub -- "$bin/run_exitpath" emfile 2> "$tmp/t2" || fail "$sub, to stderr: exit $?: $(cat "$tmp/t2")"
+        for t in "$tmp/t" "$tmp/t2"; do
+            grep -q '^vmstack run: stack usage of run_exitpath (pid [0-9]*) at exit$' "$t" &&
+                grep -q '^ *[0-9]*  run_exitpath  *main  ' "$t" &&
+                grep -Eq '^ +[0-9]+  run_exitpath +finished +8M ' "$t" &&
+                grep -Eq '^ +[0-9]+  sleepy +sleeper +8M .*  running$' "$t" || fail "$sub: table: $(cat "$t")"
+        done
     done
     ;;
 handler_stack)

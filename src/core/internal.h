@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define VMS_MIN_STACK ((size_t)16 << 10)
 #define VMS_MAX_STACK ((size_t)1 << 30)
@@ -237,6 +238,16 @@ size_t vms__os_sigframe(void);
 int vms__os_write_some(int fd, const char **p, size_t *len, size_t max);
 /* All of p, through short writes and EINTR: 0 or -errno.  Async-signal-safe. */
 int vms__os_write_all(int fd, const char *p, size_t len);
+/*
+ * Files read without keeping a descriptor, also where the program has
+ * used up its own (RLIMIT_NOFILE, soft and hard: see os.c), which sees
+ * none of ours.  Async-signal-safe.  map_file: path mapped whole,
+ * read-only (a regular file, not empty), its size in *bytes; NULL on
+ * failure.  read_file: one read of up to cap bytes from its start; the
+ * bytes read, or -errno.
+ */
+void *vms__os_map_file(const char *path, size_t *bytes);
+ssize_t vms__os_read_file(const char *path, char *buf, size_t cap);
 
 /*
  * sizeclass.c: the class size is rounded up to (a multiple of 4 KiB,

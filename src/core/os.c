@@ -9,12 +9,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_GUARD_INSTALL
@@ -245,6 +253,147 @@ int vms__os_write_all(int fd, const char *p, size_t len)
         if ((rc = vms__os_write_some(fd, &p, &len, len)))
             return rc;
     return 0;
+}
+
+/*
+ * Files for a process that has used up its descriptors (RLIMIT_NOFILE):
+ * the overflow report and the table must still name functions (read from
+ * the modules' files) and threads (/proc), and no descriptor may be kept
+ * in reserve for it, since the program would see it.  So an open that
+ * fails with EMFILE is made again with the soft limit raised by one for
+ * that open alone, where the hard limit allows; else in a task that
+ * shares this memory but not the descriptor table: its own copy, in which
+ * it closes fd 0 to make room, opens, uses and closes the file, and ends.
+ * What it maps is in this memory.  The program sees no descriptor, no
+ * child in its wait() (the task has no exit signal and is reaped here)
+ * and no signal (it runs with all of them blocked, as the caller waits
+ * for it: CLONE_VFORK); only a pid, for a moment.  It runs on the
+ * caller's TLS, which is idle meanwhile, so it makes plain system calls
+ * only.  Where no such task can be made (a seccomp filter that refuses
+ * clone; qemu-user, which makes a fork of it, whose mapping stays in the
+ * fork), nor under valgrind, which refuses it on stderr, the names are
+ * lost.
+ */
+struct file_use {
+    const char *path;
+    int (*use)(int fd, void *arg); /* 0 or -errno */
+    void *arg;
+    int rc;
+};
+
+#define SPARE_TASK_STACK ((size_t)64 << 10)
+
+static int spare_task(void *p)
+{
+    struct file_use *u = p;
+    int fd;
+
+    close(0); /* its own table's copy: a free slot the program's table has not */
+    fd = open(u->path, O_RDONLY | O_CLOEXEC);
+    u->rc = fd < 0 ? -errno : u->use(fd, u->arg);
+    return 0;
+}
+
+static int use_in_spare_task(struct file_use *u)
+{
+    char *stack;
+    sigset_t all, old;
+    int status;
+    pid_t pid;
+
+    if (vms__san_on_valgrind() || !(stack = vms__os_alloc(SPARE_TASK_STACK)))
+        return -EMFILE;
+    u->rc = -EMFILE;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone(spare_task, stack + SPARE_TASK_STACK, CLONE_VM | CLONE_VFORK | CLONE_UNTRACED, u);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    while (pid > 0 && waitpid(pid, &status, __WCLONE) < 0 && errno == EINTR)
+        ;
+    munmap(stack, SPARE_TASK_STACK);
+    return u->rc;
+}
+
+static int open_raised(const char *path)
+{
+    struct rlimit was, more;
+    int fd;
+
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &was) || was.rlim_cur >= was.rlim_max)
+        return -1;
+    more = (struct rlimit){was.rlim_cur + 1, was.rlim_max};
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, NULL))
+        return -1;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &was, NULL);
+    return fd;
+}
+
+/* Opens path read-only, hands the descriptor to use, closes it; out of descriptors as above. */
+static int use_file(const char *path, int (*use)(int fd, void *arg), void *arg)
+{
+    struct file_use u = {path, use, arg, 0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC), e = errno;
+
+    if (fd < 0 && e == EMFILE && (fd = open_raised(path)) < 0) {
+        u.rc = use_in_spare_task(&u);
+        errno = e;
+        return u.rc;
+    }
+    if (fd < 0)
+        return -e;
+    u.rc = use(fd, arg);
+    close(fd);
+    return u.rc;
+}
+
+struct file_map {
+    void *p;
+    size_t bytes;
+};
+
+static int map_whole(int fd, void *arg)
+{
+    struct file_map *m = arg;
+    struct stat sb;
+
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size <= 0)
+        return -EINVAL;
+    m->p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    m->bytes = (size_t)sb.st_size;
+    return m->p == MAP_FAILED ? -ENOMEM : 0;
+}
+
+void *vms__os_map_file(const char *path, size_t *bytes)
+{
+    struct file_map m = {MAP_FAILED, 0};
+
+    if (use_file(path, map_whole, &m) || m.p == MAP_FAILED)
+        return NULL;
+    *bytes = m.bytes;
+    return m.p;
+}
+
+struct file_read {
+    char *buf;
+    size_t cap;
+    ssize_t got;
+};
+
+static int read_once(int fd, void *arg)
+{
+    struct file_read *r = arg;
+
+    r->got = read(fd, r->buf, r->cap);
+    return r->got < 0 ? -errno : 0;
+}
+
+ssize_t vms__os_read_file(const char *path, char *buf, size_t cap)
+{
+    struct file_read r = {buf, cap, 0};
+    int rc = use_file(path, read_once, &r);
+
+    return rc ? rc : r.got;
 }
 
 #ifndef AT_MINSIGSTKSZ

@@ -9,9 +9,9 @@
  * So start-up only lists the loaded modules (dl_iterate_phdr: address
  * ranges, paths, build ids), and a module's symbols are read the first
  * time an address in it is looked up, possibly inside the overflow
- * handler.  That read is async-signal-safe: open, fstat, mmap and close
- * (and prlimit when the program is out of descriptors),
- * ELF parsed by hand from the mapping (libelf allocates), an index sorted
+ * handler.  That read is async-signal-safe: the file mapped by core
+ * (open, fstat, mmap and close, also when the program is out of
+ * descriptors), ELF parsed by hand from the mapping (libelf allocates), an index sorted
  * in place in a fresh mapping by heapsort (qsort may allocate).  Names
  * point into the mapped file and stay mapped for the life of the process.
  * They are the names as stored: C++ names are demangled by the printer,
@@ -33,14 +33,10 @@
 
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_MODULES 512
@@ -278,44 +274,20 @@ static bool index_image(const char *f, size_t size, uintptr_t bias, struct index
 }
 
 /*
- * A program that has used up its descriptors (RLIMIT_NOFILE) would get a
- * report without a single name: its soft limit is raised by one for this
- * open only, when its hard limit allows (no descriptor is kept in reserve:
- * the program would see it).  prlimit is a bare system call.
+ * Maps path whole and indexes it; the mapping stays (the names point into
+ * it).  Without a descriptor kept: a program that has used up its own
+ * would otherwise get a report without a single name (core's os.c).
  */
-static int open_file(const char *path)
-{
-    struct rlimit was, more;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd >= 0 || errno != EMFILE || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &was) ||
-        was.rlim_cur >= was.rlim_max)
-        return fd;
-    more = (struct rlimit){was.rlim_cur + 1, was.rlim_max};
-    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, NULL))
-        return -1;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &was, NULL);
-    return fd;
-}
-
-/* Maps path whole and indexes it; the mapping stays (the names point into it). */
 static bool index_file(const char *path, uintptr_t bias, struct index *out)
 {
-    int fd = open_file(path);
-    struct stat sb;
-    void *f = MAP_FAILED;
+    size_t bytes;
+    void *f = vms__os_map_file(path, &bytes);
 
-    if (fd < 0)
+    if (!f)
         return false;
-    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0)
-        f = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f == MAP_FAILED)
-        return false;
-    if (index_image(f, (size_t)sb.st_size, bias, out))
+    if (index_image(f, bytes, bias, out))
         return true;
-    munmap(f, (size_t)sb.st_size);
+    munmap(f, bytes);
     return false;
 }
 

@@ -246,24 +246,23 @@ int vms__run_main_stack(char **lo, char **hi)
     return rc;
 }
 
-/* A thread's name as the kernel has it now; false (name untouched) if it is gone. */
 static pid_t program_pid(void)
 {
     return kept_pid ? kept_pid : getpid();
 }
 
+/*
+ * A thread's name as the kernel has it now; false (name untouched) if it
+ * is gone.  Read through core, which reads it also where the program has
+ * used up its descriptors.
+ */
 static bool task_comm(pid_t tid, char name[16])
 {
     char path[64], buf[17];
-    ssize_t n = 0;
-    int fd;
+    ssize_t n;
 
-    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-        n = read(fd, buf, 16);
-        close(fd);
-    }
-    if (n <= 0)
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)program_pid(), (int)tid);
+    if ((n = vms__os_read_file(path, buf, 16)) <= 0)
         return false;
     buf[n - 1] = '\0'; /* the newline */
     memcpy(name, buf, (size_t)n);
@@ -283,7 +282,7 @@ static void main_row(struct row *r)
     if (kept_name)
         snprintf(r->name, sizeof r->name, "%s", kept_name);
     else if (!task_comm(r->tid, r->name))
-        prctl(PR_GET_NAME, r->name); /* no descriptor left: the exiting thread's name, most often the main one's */
+        prctl(PR_GET_NAME, r->name); /* no descriptor to be had: the exiting thread's name, most often the main one's */
     if (vms__run_main_stack(&lo, &hi))
         return;
     r->stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : (size_t)(hi - lo);
