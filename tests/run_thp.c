@@ -2,7 +2,8 @@
 /*
  * For test_thp.sh: N threads on 8 MiB stacks, each touching 16 KiB of it,
  * and what they cost in resident memory, measured while all of them
- * still run.  Linked with libvmstack.so for vms_thread_create.
+ * still run, after one that came and went.  Linked with libvmstack.so
+ * for vms_thread_create.
  *   run_thp pthread N   pthread_create (vmstack stacks under 'vmstack run')
  *   run_thp vms N       vms_thread_create
  * Prints "N kB per thread", and "stack nh" or "stack without nh" for the
@@ -51,6 +52,11 @@ static void *worker(void *first)
     return NULL;
 }
 
+static void *warm(void *arg)
+{
+    return arg;
+}
+
 int main(int argc, char **argv)
 {
     static pthread_t t[MAX_THREADS];
@@ -67,6 +73,12 @@ int main(int argc, char **argv)
     pthread_attr_setstacksize(&attr, 8 << 20);
     pthread_barrier_init(&all_touched, NULL, (unsigned)n + 1);
     pthread_barrier_init(&done, NULL, (unsigned)n + 1);
+    /* One thread made and joined first: what the first one costs once (the library's tables, its code) is no thread's. */
+    if (vms ? vms_thread_create(&t[0], &attr, warm, NULL, "warm") || vms_thread_join(t[0], NULL)
+            : pthread_create(&t[0], &attr, warm, NULL) || pthread_join(t[0], NULL)) {
+        fprintf(stderr, "the first thread failed\n");
+        return 1;
+    }
     before = rss_kb();
     for (int i = 0; i < n; i++) {
         void *first = i == 0 ? &t[0] : NULL;

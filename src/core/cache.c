@@ -35,10 +35,14 @@
  * The per-thread caches: a LIFO of slots per region, a count and 15
  * entries on two cache lines.  The count is atomic only so that
  * statistics may read it from another thread; the owner uses plain loads
- * and stores.  Made on a thread's first stack call (taken from the caches
- * of threads that ended, or mapped: untouched classes cost no memory) and
- * listed, so that statistics can count its stacks, which go back to the
- * shared caches when the thread exits.  vms__hot.cache is the thread's.
+ * and stores.  Made when a thread first gives a stack back (taken from the
+ * caches of threads that ended, or mapped: untouched classes cost no
+ * memory), since an empty LIFO has nothing to give: a thread that only
+ * takes (under 'vmstack run', every thread takes its alternate signal
+ * stack, which goes back with its thread stack, freed by another thread)
+ * costs no page for one.  Listed, so that statistics can count its stacks,
+ * which go back to the shared caches when the thread exits.
+ * vms__hot.cache is the thread's.
  */
 #define THREAD_CACHE 15
 struct thread_lifo {
@@ -136,7 +140,7 @@ static struct vms_thread_cache *tcache_make(void)
     return vms__hot.cache = t;
 }
 
-/* The calling thread's LIFO for stacks of r; NULL without one (no memory for it). */
+/* The calling thread's LIFO for stacks of r, made if need be; NULL without one (no memory for it). */
 static struct thread_lifo *lifo_of(const struct vms_region *r)
 {
     struct vms_thread_cache *t = vms__hot.cache;
@@ -448,7 +452,7 @@ static inline int stack_publish(struct vms_region *r, struct vms_slot *s, vms_st
 /* A miss of the thread's LIFO (or no LIFO yet): this CPU's magazine, then the pool. */
 static __attribute__((noinline)) int stack_take_miss(struct vms_region *r, vms_stack *st)
 {
-    struct thread_lifo *l = lifo_of(r);
+    struct thread_lifo *l = vms__hot.cache ? &vms__hot.cache->lifo[r->index] : NULL;
     uint32_t n, idx;
     int err;
 
@@ -497,9 +501,10 @@ int vms__stack_alloc(vms_stack *st, size_t size, size_t guard)
 
 /*
  * vms__hot.ready: vms__thread_ready() said yes on this thread, which has
- * its cache, and no alternate signal stack was freed on it since
- * (vms_thread_unattach, a failed set-up: the thread is not report-ready
- * any more).  The hot path makes no call to ask again.
+ * its cache (since the first stack it gave back), and no alternate signal
+ * stack was freed on it since (vms_thread_unattach, a failed set-up: the
+ * thread is not report-ready any more).  The hot path makes no call to
+ * ask again.
  */
 static __attribute__((noinline)) int stack_alloc_slow(vms_stack *st, size_t size)
 {
