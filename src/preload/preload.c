@@ -372,7 +372,11 @@ static void *run_entry(void *p)
  * large for it).  As glibc lays out its own: the size asked (cut down to
  * the static TLS alignment, as glibc does) right above the guard, then
  * the room our TLS takes (tls_room_init), then the descriptor; the slot's
- * rest above is left unused.
+ * rest above is left unused.  The descriptor, which glibc clears, so ends
+ * that room's bytes past a page boundary: one page per thread more than
+ * a stack glibc maps.  Its top on a boundary would need a bottom off one
+ * (the JVM protects pages from the bottom it reads back) or a depth that
+ * is not plain's.
  */
 static int create_on_vmstack(struct run_thread *t, pthread_t *thread, const pthread_attr_t *attr)
 {
