@@ -35,6 +35,8 @@
 #define PEERS_MODULE "vmstack-peers.so"
 #define ITERS 20000
 #define BATCH 8 /* stacks allocated, then freed, per round: within a per-CPU cache */
+#define THREAD_SCALE 10 /* a thread's life is counted over ITERS / THREAD_SCALE of them */
+#define THREAD_STACK (64 << 10)
 
 typedef int (*peers_fn)(int vmstack_side, long iters);
 
@@ -46,6 +48,7 @@ struct measure {
     void (*run)(const struct measure *m, long iters); /* collects around what it counts */
     peers_fn *fn;
     int vmstack_side; /* the module's side; for run_alloc_free, what it counts (COUNT_*) */
+    int scale;        /* it runs iters / scale operations */
 };
 
 /* A row of the table: vmstack's measurement against the peer's. */
@@ -67,6 +70,8 @@ static const struct path paths[] = {
     { "fiber_spawn_run_join", "vms_fiber_spawn + join vs raw callcc on pooled stacks", "spawn_join",
       "callcc_pooled", 1.5 },
     { "yield", "vms_yield vs raw resume (there and back: two yields vs one resume)", "yield", "resume_raw", 1.0 },
+    { "thread_create_join", "vms_thread_create + join vs pthread_create + join, 64 KiB stacks, all threads",
+      "thread_vmstack", "thread_pthread", 1.1 },
 };
 #define NPATHS (sizeof paths / sizeof paths[0])
 
@@ -172,18 +177,39 @@ static void run_yield(const struct measure *m, long iters)
         bench_fail("vms_run");
 }
 
+/* A thread created and joined per operation; the new thread's instructions count too. */
+static void run_thread(const struct measure *m, long iters)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
+    CALLGRIND_TOGGLE_COLLECT;
+    for (long i = 0; i < iters / m->scale; i++) {
+        int rc = m->vmstack_side ? vms_thread_create(&t, &attr, empty, NULL, NULL) || vms_thread_join(t, NULL)
+                                 : pthread_create(&t, &attr, empty, NULL) || pthread_join(t, NULL);
+        if (rc)
+            bench_fail(m->name);
+    }
+    CALLGRIND_TOGGLE_COLLECT;
+    pthread_attr_destroy(&attr);
+}
+
 static const struct measure measures[] = {
-    { "fiber_vmstack", run_module, &peer_fiber, 1 },
-    { "fiber_pooled", run_module, &peer_fiber, 0 },
-    { "free_sp", run_alloc_free, NULL, COUNT_FREE_SP },
-    { "alloc", run_alloc_free, NULL, COUNT_ALLOC },
-    { "free", run_alloc_free, NULL, COUNT_FREE },
-    { "callcc_vmstack", run_module, &peer_callcc, 1 },
-    { "callcc_pooled", run_module, &peer_callcc, 0 },
-    { "resume_vmstack", run_module, &peer_resume, 1 },
-    { "resume_raw", run_module, &peer_resume, 0 },
-    { "spawn_join", run_spawn_join, NULL, 0 },
-    { "yield", run_yield, NULL, 0 },
+    { "fiber_vmstack", run_module, &peer_fiber, 1, 1 },
+    { "fiber_pooled", run_module, &peer_fiber, 0, 1 },
+    { "free_sp", run_alloc_free, NULL, COUNT_FREE_SP, 1 },
+    { "alloc", run_alloc_free, NULL, COUNT_ALLOC, 1 },
+    { "free", run_alloc_free, NULL, COUNT_FREE, 1 },
+    { "callcc_vmstack", run_module, &peer_callcc, 1, 1 },
+    { "callcc_pooled", run_module, &peer_callcc, 0, 1 },
+    { "resume_vmstack", run_module, &peer_resume, 1, 1 },
+    { "resume_raw", run_module, &peer_resume, 0, 1 },
+    { "spawn_join", run_spawn_join, NULL, 0, 1 },
+    { "yield", run_yield, NULL, 0, 1 },
+    { "thread_vmstack", run_thread, NULL, 1, THREAD_SCALE },
+    { "thread_pthread", run_thread, NULL, 0, THREAD_SCALE },
 };
 #define NMEASURES (sizeof measures / sizeof measures[0])
 
@@ -218,9 +244,17 @@ static const char *open_module(void)
 /* Under callgrind: every measurement warmed up, then counted and dumped by name. */
 int bench_callgrind_child(void)
 {
-    const char *why = open_module();
+    const char *why;
     long iters = iterations();
 
+    /*
+     * Collection starts on (--collect-atstart=yes) because callgrind gives
+     * each new thread that start state: a thread's own instructions, from
+     * its first to its last, count only so.  This thread turns it off here
+     * and on around each measured loop.
+     */
+    CALLGRIND_TOGGLE_COLLECT;
+    why = open_module();
     if (why) {
         fprintf(stderr, "vmstack bench instructions: %s %s\n", PEERS_MODULE, why);
         return 1;
@@ -294,7 +328,7 @@ static int run_child(const char *dir)
     if ((pid = fork()) < 0)
         return -1;
     if (pid == 0) {
-        char *argv[] = { "valgrind", "--tool=callgrind", "--collect-atstart=no", out, "-q", exe, "bench",
+        char *argv[] = { "valgrind", "--tool=callgrind", "--collect-atstart=yes", out, "-q", exe, "bench",
                          "--callgrind-child", NULL };
 
         if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
@@ -341,9 +375,14 @@ static int read_dumps(const char *dir, struct count *c, int max)
 
 static double per_op(const struct count *c, int n, const char *name, long iters)
 {
+    long ops = iters;
+
+    for (size_t i = 0; i < NMEASURES; i++)
+        if (!strcmp(measures[i].name, name))
+            ops = iters / measures[i].scale;
     for (int i = 0; i < n; i++)
         if (!strcmp(c[i].name, name))
-            return c[i].ir / (double)iters;
+            return c[i].ir / (double)ops;
     return -1;
 }
 
