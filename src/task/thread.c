@@ -51,12 +51,16 @@ struct vms_pthread_fns vms__pthread = {
 
 void (*vms__thread_ended)(vms_stack *st);
 
-/* What the new thread needs from its creator; freed by the new thread. */
-struct start {
-    void *(*fn)(void *);
-    void *arg;
-    struct vms_task *task;
-};
+/*
+ * What the new thread needs from its creator, its start routine and
+ * argument, waits in the task layer's record of the thread's stack slot,
+ * in the fields a fiber keeps its own in: no malloc, which would make the
+ * new thread set up malloc's per-thread cache only to free the record.
+ */
+static struct vms_fiber_desc *start_record(struct vms_task *task)
+{
+    return vms__slot_fiber((struct vms_slot *)(void *)((char *)task - offsetof(struct vms_slot, task)));
+}
 
 /* A finished thread's stack back to the caches (the kernel cleared its tid: glibc is done with it). */
 void vms__thread_release(vms_stack *st)
@@ -155,13 +159,13 @@ void vms__thread_begin(void)
 
 static void *thread_entry(void *p)
 {
-    struct start s = *(struct start *)p;
+    struct vms_task *task = p;
+    struct vms_fiber_desc *start = start_record(task);
 
-    free(p);
     vms__thread_begin();
-    if (s.task && s.task->name[0])
-        prctl(PR_SET_NAME, s.task->name);
-    return s.fn(s.arg);
+    if (task->name[0])
+        prctl(PR_SET_NAME, task->name);
+    return start->fn(start->arg);
 }
 
 /* The top of the stack set with pthread_attr_setstack, or NULL. */
@@ -232,7 +236,8 @@ static size_t stack_size_of(const pthread_attr_t *attr)
 int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *name)
 {
     struct vms_thread_start how = { .entry = thread_entry, .name = name, .start = (void *)fn };
-    struct start *s;
+    struct vms_fiber_desc *start;
+    struct vms_task *task;
     vms_stack st;
     int rc;
 
@@ -241,16 +246,14 @@ int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void
                                  "use pthread_create for that thread");
     if ((rc = vms_stack_alloc(&st, stack_size_of(attr))))
         return rc;
-    if (!(s = malloc(sizeof *s))) {
+    /* A stack just handed out is live: it has its record. */
+    task = vms__task_of(&st);
+    start = start_record(task);
+    start->fn = fn;
+    start->arg = arg;
+    how.arg = task;
+    if ((rc = vms__thread_start_on(t, attr, &st, &how)))
         vms_stack_free(&st);
-        return vms__fail(ENOMEM, "out of memory for a thread's start record");
-    }
-    *s = (struct start){ .fn = fn, .arg = arg, .task = vms__task_of(&st) };
-    how.arg = s;
-    if ((rc = vms__thread_start_on(t, attr, &st, &how))) {
-        free(s);
-        vms_stack_free(&st);
-    }
     return rc;
 }
 
