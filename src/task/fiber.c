@@ -621,7 +621,8 @@ int vms_yield(void)
     struct vms_sched *s = &sched;
     struct vms_fiber_desc *cur = s->current, *next;
 
-    if (!in_fiber(s))
+    /* in_fiber(s), from cur alone: of the contexts, only the thread's own (main) has no task record. */
+    if (__builtin_expect(!cur || !cur->task, 0))
         return vms__fail(EPERM, "vms_yield outside a fiber: the thread's own stack cannot yield; use vms_run");
     if (YIELD_PROBE)
         stack_probe();
