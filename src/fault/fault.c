@@ -737,13 +737,19 @@ static size_t altstack_size(void)
 /* The task record of the vmstack thread stack the caller runs on, or NULL. */
 static struct vms_task *own_thread_task(void)
 {
-    vms_stack st;
-    struct vms_task *t;
+    struct vms_loc loc;
+    struct vms_slot *s;
     char here;
 
-    if (!vms_on_stack(&here, &st) || !(t = vms__task_of(&st)))
+    /* One lookup: a live slot's record is its thread's once its kind says so. */
+    vms__locate(&here, &loc);
+    if (loc.where != VMS_AT_STACK)
         return NULL;
-    return t->kind == VMS_TASK_THREAD ? t : NULL;
+    s = &loc.region->slots[loc.slot];
+    if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE ||
+        s->task.kind != VMS_TASK_THREAD)
+        return NULL;
+    return &s->task;
 }
 
 int vms__altstack_ensure(void)

@@ -265,15 +265,20 @@ int vms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void
 int vms__thread_of(pthread_t t, vms_stack *st)
 {
     struct vms_loc loc;
-    struct vms_task *task;
+    struct vms_slot *s;
 
+    /* One lookup: the slot's state and record say the rest. */
     vms__locate((void *)t, &loc);
     if (loc.where == VMS_AT_NONE)
         return 0;
-    if (loc.where != VMS_AT_STACK || !vms_on_stack((void *)t, st) || !(task = vms__task_of(st)) ||
-        task->kind != VMS_TASK_THREAD)
+    if (loc.where != VMS_AT_STACK)
         return -ESRCH;
-    return task->detached ? -EINVAL : 1;
+    s = &loc.region->slots[loc.slot];
+    if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE ||
+        s->task.kind != VMS_TASK_THREAD)
+        return -ESRCH;
+    vms__fill_handle(loc.region, loc.slot, st);
+    return s->task.detached ? -EINVAL : 1;
 }
 
 int vms__thread_join(pthread_t t, void **ret, int (*join)(pthread_t, void **))
