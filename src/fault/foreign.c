@@ -118,7 +118,12 @@ int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *o)
 
 int vms_thread_attach(void)
 {
-    int rc = vms__ensure_init();
+    int rc;
+
+    /* Attached already (its altstack is set only after the handler): a thread-local test, no call. */
+    if (vms__altstack_own.hi)
+        return 0;
+    rc = vms__ensure_init();
 
     return rc ? rc : vms__fault_thread_init();
 }
