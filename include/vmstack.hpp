@@ -28,7 +28,7 @@
  *     if (c.overflowed()) { ... }     // it was ended by a stack overflow
  *
  * How a continuation is ended: callcc gives its stack an overflow handler
- * (vms_stack_on_overflow) and keeps the recovery point in the top 256
+ * (vms_stack_alloc_opts) and keeps the recovery point in the top 256
  * bytes of the stack itself, above Boost's record, where an overflow (which
  * runs down into the guard below the stack) cannot reach it: no heap
  * allocation per continuation.  resume() (and callcc, which runs it up to
@@ -217,25 +217,40 @@ struct guard {
 /* Bytes taken from a stack's top for its guard; the stack pointer below stays 64-byte aligned. */
 static const std::size_t guard_room = (sizeof(guard) + 63) & ~static_cast<std::size_t>(63);
 
-/* Called by vmstack on the alternate stack after the report; leaves for the recovery point. */
-inline void end_continuation(const vms_overflow *, void *arg)
+/* The guard of a stack whose usable bytes end at top. */
+inline guard *guard_below(void *top)
 {
-    guard *g = static_cast<guard *>(arg);
+    return static_cast<guard *>(static_cast<void *>(static_cast<char *>(top) - guard_room));
+}
+
+/* Called by vmstack on the alternate stack after the report; leaves for the recovery point. */
+inline void end_continuation(const vms_overflow *ov, void *)
+{
+    guard *g = guard_below(ov->stack_hi);
 
     if (g->armed)
         std::longjmp(g->recover, 1);
 }
 
-/* A named stack with its guard at the top and its overflow handler set. */
+/*
+ * A named stack with its guard at the top and its overflow handler set,
+ * in one call that writes the stack's record once: the handler finds the
+ * guard from the stack's top, so it needs no argument known only after
+ * the allocation.
+ */
 inline guard *guarded_stack(std::size_t size, const char *name)
 {
-    stack st(size, name);
-    guard *g = static_cast<guard *>(static_cast<void *>(static_cast<char *>(st.top()) - guard_room));
+    vms_stack_opts o = vms_stack_opts();
+    vms_stack st;
 
+    o.size = size;
+    o.name = name;
+    o.on_overflow = end_continuation;
+    if (int rc = vms_stack_alloc_opts(&st, &o))
+        throw error(rc);
+    guard *g = guard_below(vms_stack_top(&st));
     g->armed = false;
-    g->st = st.handle();
-    st.on_overflow(end_continuation, g);
-    st.release();
+    g->st = st;
     return g;
 }
 
@@ -253,7 +268,13 @@ public:
         return sctx;
     }
 
-    void deallocate(boost::context::stack_context &sctx) noexcept { vms_stack_free_sp(sctx.sp); }
+    /* By its handle, read before the stack goes: no lookup of the address. */
+    void deallocate(boost::context::stack_context &sctx) noexcept
+    {
+        vms_stack st = static_cast<guard *>(sctx.sp)->st;
+
+        vms_stack_free(&st);
+    }
 
 private:
     guard *g_;

@@ -96,8 +96,10 @@ int vms_stack_alloc_opts(vms_stack *st, const vms_stack_opts *o)
     struct vms_task *t;
     int rc;
 
-    if ((rc = vms__stack_alloc(st, o ? o->size : 0, 0)) || !o)
+    /* vms_stack_alloc's hot path (same size and guard), then the record taken and written once. */
+    if ((rc = vms_stack_alloc(st, o ? o->size : 0)) || !o)
         return rc;
+    vms__record_take(vms__slot_of_id(st->id));
     t = &vms__slot_of_id(st->id)->task;
     if (o->name || o->on_overflow) {
         t->kind = VMS_TASK_STACK;
