@@ -28,7 +28,7 @@
  *     if (c.overflowed()) { ... }     // it was ended by a stack overflow
  *
  * How a continuation is ended: callcc gives its stack an overflow handler
- * (vms_stack_alloc_opts) and keeps the recovery point in the top 256
+ * (vms_stack_alloc_opts) and keeps the recovery point in the top (at most) 256
  * bytes of the stack itself, above Boost's record, where an overflow (which
  * runs down into the guard below the stack) cannot reach it: no heap
  * allocation per continuation.  resume() (and callcc, which runs it up to
@@ -203,13 +203,29 @@ private:
 namespace detail {
 
 /*
+ * The recovery point is marked on every resume.  GCC's __builtin_setjmp
+ * saves three words where setjmp saves every callee-saved register and
+ * calls out to say no signal mask was saved: the compiler makes the code
+ * after it reload what it needs instead.  Neither saves the signal mask.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define VMSTACK_BUILTIN_SETJMP 1
+#else
+#define VMSTACK_BUILTIN_SETJMP 0
+#endif
+
+/*
  * A continuation's recovery point, kept at the very top of its own stack,
  * above the record Boost keeps there: out of an overflow's reach (an
  * overflow runs down into the guard below the stack), freed with the
  * stack, and no heap allocation per continuation.
  */
 struct guard {
+#if VMSTACK_BUILTIN_SETJMP
+    void *recover[5]; /* __builtin_setjmp's: frame, resume address, stack pointer */
+#else
     std::jmp_buf recover;
+#endif
     bool armed;
     vms_stack st;
 };
@@ -228,8 +244,13 @@ inline void end_continuation(const vms_overflow *ov, void *)
 {
     guard *g = guard_below(ov->stack_hi);
 
-    if (g->armed)
+    if (g->armed) {
+#if VMSTACK_BUILTIN_SETJMP
+        __builtin_longjmp(g->recover, 1);
+#else
         std::longjmp(g->recover, 1);
+#endif
+    }
 }
 
 /*
@@ -356,7 +377,11 @@ private:
     {
         detail::guard *const g = g_;
 
+#if VMSTACK_BUILTIN_SETJMP
+        if (__builtin_setjmp(g->recover) == 0) {
+#else
         if (setjmp(g->recover) == 0) {
+#endif
             g->armed = true;
             try {
                 step();
@@ -394,7 +419,7 @@ private:
  * (0: the default) named name: runs fn until it first suspends, and
  * returns the continuation to resume.  fn is Boost's: it takes the
  * continuation to suspend to (boost::context::continuation &&) and returns
- * the one to go to when it ends.  The top 256 bytes of the stack hold the
+ * the one to go to when it ends.  The top (at most) 256 bytes of the stack hold the
  * continuation's recovery point.  Throws vmstack::error when no stack can
  * be had.
  */
