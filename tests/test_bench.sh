@@ -47,7 +47,8 @@ if "peers: skipped" not in table:
 # instructions needs valgrind and the peers module; the Boost.Fiber row needs libboost-fiber-dev.
 if "instructions: skipped" not in table:
     ins = d["instructions"]
-    for k in ("free_sp_vs_alloc", "callcc_spawn", "continuation_resume", "fiber_spawn_run_join", "yield"):
+    for k in ("free_sp_vs_alloc", "callcc_spawn", "continuation_resume", "fiber_spawn_run_join", "yield",
+              "thread_create_join"):
         nums(ins[k], ("vmstack", "peer", "ratio", "goal"))
         assert ins[k]["vmstack"] > 0 and ins[k]["peer"] > 0, (k, ins[k])
     for k in ("stack_alloc", "stack_free"):
