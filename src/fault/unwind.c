@@ -74,6 +74,9 @@ static unsigned readable_pages(const struct vms_unwind *u, uintptr_t page)
     for (; k < PROBE_PAGES && page + k * pg >= page; k++)
         remote[k] = (struct iovec){(void *)(page + k * pg), 1};
     n = syscall(SYS_process_vm_readv, u->pid, &local, 1UL, remote, (unsigned long)k, 0UL);
+    /* qemu-user fails the whole call for one page it cannot read (the kernel stops there): the first alone. */
+    if (n < 0 && errno == EFAULT && k > 1)
+        n = syscall(SYS_process_vm_readv, u->pid, &local, 1UL, remote, 1UL, 0UL);
     /* Refused by a sandbox (EPERM, ENOSYS): read anyway; a fault comes back to the nested-fault jump. */
     if (n < 0)
         return errno != EFAULT && errno != ESRCH;
