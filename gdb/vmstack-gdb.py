@@ -31,6 +31,7 @@
 # so).  In a build tree: `add-auto-load-safe-path BUILD_DIR`.  For a program
 # linked with libvmstack.a: `source PREFIX/share/vmstack/vmstack-gdb.py`.
 
+import os
 import re
 import struct
 
@@ -571,13 +572,37 @@ def frame_key(frame):
     return (frame_name(frame) or hex(frame.pc()), sal.symtab.filename if sal.symtab else None, sal.line)
 
 
+_own_src = None
+
+
+def _own_source_dir():
+    """vmstack's src/ directory, from the file its vms_fiber_spawn was compiled
+    from (debug information): its static functions (a channel's wait_on)
+    have no vms_ prefix.  None without debug information."""
+    global _own_src
+    if _own_src is None:
+        sym = gdb.lookup_global_symbol("vms_fiber_spawn")
+        if sym is not None and sym.symtab is not None:
+            _own_src = os.path.dirname(os.path.dirname(sym.symtab.fullname())) + os.sep
+    return _own_src
+
+
+def _is_own(frame):
+    """A vms_ function, or any function compiled from vmstack's src/."""
+    if (frame_name(frame) or "").startswith(OWN_FRAME_PREFIXES):
+        return True
+    src = _own_source_dir()
+    sal = frame.find_sal()
+    return bool(src) and sal.symtab is not None and sal.symtab.fullname().startswith(src)
+
+
 def _own(frames, i):
-    """Whether frames[i] is vmstack's: a vms_ function, or inlined into one."""
+    """Whether frames[i] is vmstack's, or inlined into a frame of vmstack's."""
     while frames[i].type() == gdb.INLINE_FRAME and i + 1 < len(frames):
-        if (frame_name(frames[i]) or "").startswith(OWN_FRAME_PREFIXES):
+        if _is_own(frames[i]):
             return True
         i += 1
-    return (frame_name(frames[i]) or "").startswith(OWN_FRAME_PREFIXES)
+    return _is_own(frames[i])
 
 
 def first_own(frames):
