@@ -5,11 +5,8 @@
  * others go 10) is the one the report names as the deepest; no line
  * says that tasks went untraced.
  */
-#include "check.h"
-#include "vmstack.h"
+#include "tracereport.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define FIBERS 10000
@@ -29,22 +26,6 @@ static __attribute__((noinline, noclone)) int down(int n)
 static void *fiber(void *arg)
 {
     return (void *)(intptr_t)down((int)(intptr_t)arg);
-}
-
-static char *report(void)
-{
-    FILE *f = tmpfile();
-    char *text;
-    long len;
-
-    CHECK(f);
-    CHECK_EQ(vms_trace_report(fileno(f)), 0);
-    len = ftell(f);
-    CHECK(len > 0 && (text = calloc(1, (size_t)len + 1)));
-    rewind(f);
-    CHECK(fread(text, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
-    return text;
 }
 
 int main(void)

@@ -322,7 +322,7 @@ struct walk {
     bool first;
     bool guessed;                /* the last frame's code has no call-frame information: the next is a guess */
     bool cut;                    /* the chain ended at such a frame, its callers unknown */
-    struct cfi_known *cfi;       /* the walk's */
+    struct cfi_known cfi;
 };
 
 /*
@@ -341,7 +341,7 @@ struct walk {
 static bool has_cfi(struct walk *w, uintptr_t ip)
 {
     unsigned i = (unsigned)((ip ^ ip >> 7) % CFI_KNOWN);
-    struct cfi_known *k = w->cfi;
+    struct cfi_known *k = &w->cfi;
     unw_proc_info_t pi;
     bool cfi;
 
@@ -412,8 +412,7 @@ static uint32_t record_all(struct task *t, struct walk *w, uint32_t k)
 static uint32_t record(struct task *t, ucontext_t *uc)
 {
     struct vms_trace_frame *seen = t->buf + t->n;
-    struct cfi_known cfi = {0};
-    struct walk w = {.hi = t->hi, .first = true, .cfi = &cfi};
+    struct walk w = {.hi = t->hi, .first = true};
     uint32_t room = (uint32_t)(t->cap - t->n), k = 0, base = 0, n = 0;
     long m = (long)t->n - 1; /* the last chain's frame compared with, from the innermost */
     bool ok_bracket = !vms__unwind_begin();

@@ -118,46 +118,22 @@ static long rounds(void)
     return bench_quick() ? ROUNDS / 10 : ROUNDS;
 }
 
-static double run_variant(void *arg, long iters)
+/* One variant of one program: its command, the number its worker is given, and what it is. */
+struct job {
+    char **argv;
+    long n;
+    const char *what;
+};
+
+static double run_job(void *arg, long iters)
 {
+    const struct job *j = arg;
     double total = 0;
 
     for (long i = 0; i < iters; i++) {
-        double ns = run_once(arg, rounds());
+        double ns = run_once(j->argv, j->n);
         if (ns < 0) {
-            fprintf(stderr, "vmstack bench trace: the recursion-heavy program failed (%s %s)\n", self,
-                    ((char **)arg)[1]);
-            exit(1);
-        }
-        total += ns;
-    }
-    return total;
-}
-
-static double run_deep(void *arg, long iters)
-{
-    double total = 0;
-
-    for (long i = 0; i < iters; i++) {
-        double ns = run_once(arg, 3);
-        if (ns < 0) {
-            fprintf(stderr, "vmstack bench trace: the deep recursion failed (%s %s)\n", self, ((char **)arg)[1]);
-            exit(1);
-        }
-        total += ns;
-    }
-    return total;
-}
-
-/* The program exiting at once: what a process pays for being traced, start-up and report. */
-static double run_startup(void *arg, long iters)
-{
-    double total = 0;
-
-    for (long i = 0; i < iters; i++) {
-        double ns = run_once(arg, 0);
-        if (ns < 0) {
-            fprintf(stderr, "vmstack bench trace: the program failed at once (%s %s)\n", self, ((char **)arg)[1]);
+            fprintf(stderr, "vmstack bench trace: %s failed (%s %s)\n", j->what, self, j->argv[1]);
             exit(1);
         }
         total += ns;
@@ -170,24 +146,18 @@ int bench_trace(void)
     static char *plain[] = {"vmstack", "bench", "--child", "traceload", NULL};
     static char *run[] = {"vmstack", "run", "--", self, "bench", "--child", "traceload", NULL};
     static char *trace[] = {"vmstack", "trace", "--", self, "bench", "--child", "traceload", NULL};
-    struct bench_variant v[] = {
-        {.name = "plain", .run = run_variant, .arg = plain},
-        {.name = "vmstack_run", .run = run_variant, .arg = run},
-        {.name = "vmstack_trace", .run = run_variant, .arg = trace},
-    };
-    struct bench_variant s[] = {
-        {.name = "plain", .run = run_startup, .arg = plain},
-        {.name = "vmstack_run", .run = run_startup, .arg = run},
-        {.name = "vmstack_trace", .run = run_startup, .arg = trace},
-    };
     static char *dplain[] = {"vmstack", "bench", "--child", "tracedeep", NULL};
     static char *drun[] = {"vmstack", "run", "--", self, "bench", "--child", "tracedeep", NULL};
     static char *dtrace[] = {"vmstack", "trace", "--", self, "bench", "--child", "tracedeep", NULL};
-    struct bench_variant d[] = {
-        {.name = "plain", .run = run_deep, .arg = dplain},
-        {.name = "vmstack_run", .run = run_deep, .arg = drun},
-        {.name = "vmstack_trace", .run = run_deep, .arg = dtrace},
+    const char *load = "the recursion-heavy program", *once = "the program exiting at once";
+    const char *deep = "the deep recursion";
+    /* Exiting at once: what a process pays for being traced, start-up and report. */
+    struct job jobs[] = {
+        {plain, rounds(), load}, {run, rounds(), load}, {trace, rounds(), load},
+        {plain, 0, once},        {run, 0, once},        {trace, 0, once},
+        {dplain, 3, deep},       {drun, 3, deep},       {dtrace, 3, deep},
     };
+    struct bench_variant v[9], *s = v + 3, *d = v + 6; /* the recursion-heavy program, at once, deep */
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     double r;
 
@@ -201,6 +171,9 @@ int bench_trace(void)
         return 1;
     }
     self[n] = '\0';
+    for (int i = 0; i < 9; i++)
+        v[i] = (struct bench_variant){.name = i % 3 == 0 ? "plain" : i % 3 == 1 ? "vmstack_run" : "vmstack_trace",
+                                      .run = run_job, .arg = &jobs[i]};
     if (run_once(trace, rounds()) < 0) {
         fprintf(stderr, "vmstack bench trace: 'vmstack trace' of the recursion-heavy program failed\n");
         return 1;
