@@ -274,6 +274,39 @@ output)
     timeout 20 "$vmstack" run --output "$tmp/fifo" -- true 2> "$tmp/err"; rc=$?
     [ "$rc" = 1 ] && grep -q 'a FIFO that nobody reads' "$tmp/err" || fail "FIFO without reader: exit $rc: $(cat "$tmp/err")"
     ;;
+stalled)
+    # A stderr that is a full pipe nobody reads holds neither the program's end nor its keeper
+    # for ever: the table waits 10 s for it, an overflow report 2 s, then what did not go out is
+    # dropped and the program ends as it would have.  timeout's 124 is a hang.  The shell that
+    # waits is not the one whose stderr is the pipe (it would hang telling of SIGSEGV).
+    mkfifo "$tmp/fifo"
+    exec 3<> "$tmp/fifo" # the reader that never reads
+    dd if=/dev/zero of="$tmp/fifo" oflag=nonblock bs=4096 count=4096 2> /dev/null
+    dd if=/dev/zero of="$tmp/fifo" oflag=nonblock bs=1 count=1 2> /dev/null && fail "the pipe is not full"
+    t0=$(date +%s)
+    timeout 60 sh -c 'exec "$@" 2> "$0"' "$tmp/fifo" "$vmstack" run -- sh -c 'exit 7'; rc=$?
+    [ "$rc" = 7 ] || fail "table to a full stderr: exit $rc after $(($(date +%s) - t0)) s, expected 7"
+    timeout 60 sh -c 'exec "$@" 2> "$0"' "$tmp/fifo" "$vmstack" run --stack-size 64K -- "$bin/run_overflow" 2> /dev/null
+    rc=$?
+    [ "$rc" = 139 ] || fail "overflow report to a full stderr: exit $rc, expected death by SIGSEGV"
+    # The same through the keeper: fd 2 reopened, the report and the table wait for the start's stderr.
+    timeout 60 sh -c 'exec "$@" 2> "$0"' "$tmp/fifo" "$vmstack" run --stack-size 64K -- "$bin/run_overflow" \
+        reopen "$tmp/data" 2> /dev/null; rc=$?
+    [ "$rc" = 139 ] || fail "overflow report through the keeper to a full stderr: exit $rc, expected SIGSEGV"
+    # The keepers (whose stderr is the pipe's too) make their tables, wait no longer and end.
+    i=0
+    while for p in /proc/[0-9]*; do readlink "$p/fd/2"; done 2> /dev/null | grep -qxF "$tmp/fifo"; do
+        [ $i -lt 300 ] || fail "a process still writes to the full stderr 30 s after the program ended"
+        sleep 0.1; i=$((i + 1))
+    done
+    # With --output, the table says how much stderr did not take.
+    timeout 60 sh -c 'exec "$@" 2> "$0"' "$tmp/fifo" "$vmstack" run --output "$tmp/table" --stack-size 64K -- \
+        "$bin/run_overflow"; rc=$?
+    [ "$rc" = 139 ] || fail "overflow with stderr full and --output: exit $rc, expected SIGSEGV"
+    grep -q '^vmstack run: [0-9]* bytes of reports and notices were dropped: stderr took none of them for 2 s$' \
+        "$tmp/table" || fail "the table does not say what was dropped: $(cat "$tmp/table")"
+    echo "all ended in $(($(date +%s) - t0)) s"
+    ;;
 checkstack_inputs)
     # A FIFO is refused at once (it would block open()), a 32-bit ELF is named for what it is.
     mkfifo "$tmp/fifo"

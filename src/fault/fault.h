@@ -98,9 +98,10 @@ void vms__report_end(struct vms_sbuf *b);
 void vms__report_emit(const char *text, size_t len);
 /*
  * Internal sink for the preload library: a writer that takes a report in
- * pieces (lines), async-signal-safe.  Replaces the fd or callback.
+ * pieces (lines), and done, told when a report is whole (before the policy
+ * acts on it); both async-signal-safe.  Replaces the fd or callback.
  */
-void vms__set_report_writer(int (*w)(const char *text, size_t len));
+void vms__set_report_writer(int (*w)(const char *text, size_t len), void (*done)(void));
 
 /* ---- reportfd.c: the descriptor a report goes to, async-signal-safe ---- */
 

@@ -634,6 +634,7 @@ struct sink {
     void (*fn)(const char *text, size_t len, void *arg);  /* whole reports */
     void *arg;
     int (*writer)(const char *text, size_t len);          /* pieces */
+    void (*done)(void);                                   /* and the end of a report */
 };
 
 static _Atomic(const struct sink *) sink;
@@ -652,7 +653,7 @@ static TLS_IE int64_t deadline; /* of the report this thread is writing (vms__fd
 
 /* unset_only: only when none was set yet. */
 static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg,
-                     int (*w)(const char *, size_t), bool unset_only)
+                     int (*w)(const char *, size_t), void (*done)(void), bool unset_only)
 {
     const struct sink *was;
     struct sink *next;
@@ -669,6 +670,7 @@ static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg
     next->fn = fn;
     next->arg = arg;
     next->writer = w;
+    next->done = done;
     atomic_store_explicit(&sink, next, memory_order_release);
     pthread_mutex_unlock(&sink_lock);
 }
@@ -677,23 +679,23 @@ int vms_set_report_fd(int fd)
 {
     if (fd < 0)
         return vms__fail(EBADF, "report fd %d: not a file descriptor", fd);
-    set_sink(fd, NULL, NULL, NULL, false);
+    set_sink(fd, NULL, NULL, NULL, NULL, false);
     return 0;
 }
 
 void vms_set_report_callback(void (*fn)(const char *text, size_t len, void *arg), void *arg)
 {
-    set_sink(2, fn, arg, NULL, false);
+    set_sink(2, fn, arg, NULL, NULL, false);
 }
 
-void vms__set_report_writer(int (*w)(const char *text, size_t len))
+void vms__set_report_writer(int (*w)(const char *text, size_t len), void (*done)(void))
 {
-    set_sink(2, NULL, NULL, w, false);
+    set_sink(2, NULL, NULL, w, done, false);
 }
 
 void vms__report_fd_init(void)
 {
-    set_sink(2, NULL, NULL, NULL, true);
+    set_sink(2, NULL, NULL, NULL, NULL, true);
 }
 
 /*
@@ -760,6 +762,8 @@ void vms__report_end(struct vms_sbuf *b)
         flush(b);
     else if (s && s->fn)
         s->fn(b->p, b->len, s->arg);
+    if (s && s->done)
+        s->done();
     streaming = NULL;
     if (owner)
         atomic_store_explicit(&writer, 0, memory_order_release);

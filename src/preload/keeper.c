@@ -25,7 +25,10 @@
  * touches nothing else.  It sleeps on the word the kernel clears and wakes
  * when the program's main thread ends or the program execs (the thread's
  * clear_child_tid), then on the program's pidfd until the whole program is
- * gone.  Then, the only task left in that memory, it uses the library
+ * gone.  The program wakes it there too, to have what waits for the
+ * stderr of the start written at once (a whole report, the table made by
+ * the exit handlers), and waits for it boundedly: so those lines come
+ * before the program's end, in order, as they would on its own stderr.  Then, the only task left in that memory, it uses the library
  * much as a forked child would, on the memory as the killed threads left
  * it: it writes what waited for the stderr of the start, and makes the
  * table as the exit handlers would have, unless they did.  A lock a killed
@@ -49,6 +52,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <linux/kcmp.h>
 #include <poll.h>
@@ -61,6 +65,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,10 +77,16 @@
 #define READY_TIMEOUT_S 5
 
 enum { KEEPER_UP = 1, KEEPER_NONE = 2 }; /* vms_run_shm.keeper_ready */
+enum { FLUSH_ASKED = 1, FLUSH_DONE = 2 }; /* vms_run_shm.flush */
+/* How long a reader of the start's stderr may keep the keeper's writes waiting: a report's, the table's. */
+#define REPORT_PATIENCE_NS 2000000000LL
+#define TABLE_PATIENCE_NS 10000000000LL
+#define SMALL_PIECE 128 /* a terminal or a socket answers POLLOUT with this much room at least */
 
 struct keeper {
     struct vms_run_shm *m;
     pid_t program;
+    size_t piece;    /* the most a blocking write to the keeper's fd 2 takes at once after poll */
     char *stack_top; /* the keeper's, for the middle task to start it on */
     _Atomic int *tid; /* glibc's record of the main thread's tid: the kernel zeroes it as the thread ends */
     char name[16];    /* the main thread's, for the table: the keeper's own name is its job's */
@@ -133,6 +144,55 @@ static void keep_stderr_only(void)
         sys(SYS_dup3, null, 1, 0, 0);
     if (null > 2)
         sys(SYS_close, null, 0, 0, 0);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+
+    sys(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&t, 0, 0);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * p to the keeper's fd 2, raw, never waiting past deadline: each piece
+ * waits in poll for room, and is then no larger than a blocking write
+ * takes at once.
+ */
+static void raw_write(const struct keeper *k, const char *p, size_t len, int64_t deadline)
+{
+    while (len) {
+        int64_t left = deadline - now_ns();
+        struct timespec t = {left / 1000000000, left % 1000000000};
+        struct pollfd pfd = {.fd = 2, .events = POLLOUT};
+        long n;
+
+        if (left <= 0 || sys(SYS_ppoll, (long)&pfd, 1, (long)&t, 0) <= 0)
+            return;
+        if ((n = sys(SYS_write, 2, (long)p, (long)(len < k->piece ? len : k->piece), 0)) <= 0)
+            return;
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* What the program asked to have written now (vms__keeper_flush); it may have written anything there. */
+static void write_asked(const struct keeper *k)
+{
+    struct vms_run_shm *m = k->m;
+    size_t to = atomic_load(&m->reports_len), from, text = m->text_len;
+    int64_t deadline = now_ns() + (text ? TABLE_PATIENCE_NS : REPORT_PATIENCE_NS);
+
+    to = to < VMS_RUN_REPORTS_MAX ? to : VMS_RUN_REPORTS_MAX;
+    from = atomic_exchange(&m->reports_done, to);
+    if (from < to)
+        raw_write(k, m->reports + from, to - from, deadline);
+    if (text && !atomic_load(&m->text_whole)) {
+        raw_write(k, m->text, text < VMS_RUN_TEXT_MAX ? text : VMS_RUN_TEXT_MAX, deadline);
+        m->text_len = 0;
+    }
+    atomic_store(&m->flush, FLUSH_DONE);
+    sys(SYS_futex, (long)&m->flush, FUTEX_WAKE, INT32_MAX, 0);
 }
 
 /* Whether task tid shares the keeper's memory. */
@@ -205,6 +265,8 @@ static enum end wait_for_end(const struct keeper *k, int pidfd)
     for (;;) {
         int tid = k->tid ? atomic_load(k->tid) : 0;
 
+        if (atomic_load(&k->m->flush) == FLUSH_ASKED)
+            write_asked(k);
         if (tid) {
             sys(SYS_futex, (long)k->tid, FUTEX_WAIT, tid, 0);
         } else if (atomic_load(&k->m->exec_pending)) {
@@ -268,6 +330,16 @@ static void end_of(int status, char *why, size_t n)
         snprintf(why, n, "exit_group");
 }
 
+/* A pipe's POLLOUT means a free page slot, PIPE_BUF bytes; a regular file takes any write; others less. */
+static void piece_for_stderr(struct keeper *k)
+{
+    struct stat sb;
+
+    k->piece = SMALL_PIECE;
+    if (sys(SYS_fstat, 2, (long)&sb, 0, 0) == 0 && (S_ISFIFO(sb.st_mode) || S_ISREG(sb.st_mode)))
+        k->piece = PIPE_BUF;
+}
+
 static int keeper_main(void *arg)
 {
     const struct keeper *k = arg;
@@ -279,6 +351,7 @@ static int keeper_main(void *arg)
     sys(SYS_prctl, PR_SET_NAME, (long)"vmstack-keeper", 0, 0); /* for ps and pgrep: not the program */
     sys(SYS_prlimit64, 0, RLIMIT_CORE, (long)&none, 0);
     keep_stderr_only();
+    piece_for_stderr(arg);
     pidfd = sys(SYS_pidfd_open, k->program, 0, 0, 0);
     set_ready(k->m, pidfd >= 0 ? KEEPER_UP : KEEPER_NONE);
     if (pidfd < 0)
@@ -329,6 +402,28 @@ static void wait_ready(struct vms_run_shm *m)
     while (!atomic_load(&m->keeper_ready))
         if (sys(SYS_futex, (long)&m->keeper_ready, FUTEX_WAIT, 0, (long)&limit) == -ETIMEDOUT)
             return;
+}
+
+/*
+ * The program's side: the keeper is woken on the word it sleeps on (the
+ * main thread's tid, which stays as it is; a wake that comes before the
+ * keeper sleeps is repeated), and answers on the flush word.
+ */
+void vms__keeper_flush(void)
+{
+    struct vms_run_shm *m = kept.m;
+    int64_t until = now_ns() + TABLE_PATIENCE_NS + 1000000000;
+
+    if (!m || m != vms__out_shm() || atomic_load(&m->keeper_ready) != KEEPER_UP)
+        return;
+    atomic_store(&m->flush, FLUSH_ASKED);
+    while (atomic_load(&m->flush) == FLUSH_ASKED && now_ns() < until) {
+        struct timespec tick = {0, 10 * 1000 * 1000};
+
+        if (kept.tid)
+            sys(SYS_futex, (long)kept.tid, FUTEX_WAKE, INT32_MAX, 0);
+        sys(SYS_futex, (long)&m->flush, FUTEX_WAIT, FLUSH_ASKED, (long)&tick);
+    }
 }
 
 void vms__keeper_start(void)

@@ -8,12 +8,18 @@
  * /dev/null at exit as coreutils do) neither receives them nor loses
  * them: they go into the memory the program shares with its keeper
  * (runshm.h), which holds the stderr the program started with and writes
- * them there once the program has ended.
+ * them there at once, while the program waits (keeper.c).
+ *
+ * A stderr nobody reads (a full pipe, a stopped terminal) makes no write
+ * wait for ever: a line waits at most 2 s, the table 10 s.  Once a write
+ * waited that long, stderr has stalled: what does not fit at once is
+ * dropped, counted, and the table says so.
  *
  * Everything but vms__out_attach and vms__out_flush is async-signal-safe
  * (fstat, write, atomics): the overflow handler writes its report through
  * it.
  */
+#include "fault/fault.h"
 #include "preload/preload.h"
 #include "preload/runshm.h"
 
@@ -35,6 +41,11 @@ static dev_t out_dev;
 static ino_t out_ino;
 static struct vms_run_shm *shm; /* NULL: not under 'vmstack run', or not the program it started */
 static pid_t shm_pid;
+
+#define LINE_PATIENCE_NS 2000000000LL
+#define TABLE_PATIENCE_NS 10000000000LL
+static _Atomic bool stalled;   /* a write to fd 2 waited its whole patience */
+static _Atomic size_t dropped; /* bytes that did not go out for it */
 
 void vms__out_init(void)
 {
@@ -115,13 +126,35 @@ static bool fd2_is_ours(void)
     return out_known && fstat(2, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino;
 }
 
+/* p to fd 2, waiting at most patience for its reader (none once it stalled). */
+static int err_write(const char *p, size_t len, int64_t patience)
+{
+    int64_t now = vms__fd_now_ns();
+    struct stat sb;
+    int rc;
+
+    if (fstat(2, &sb))
+        return -errno;
+    rc = vms__fd_write_bounded(2, sb.st_mode & S_IFMT, p, len, atomic_load(&stalled) ? now : now + patience);
+    if (rc == -ETIMEDOUT) {
+        atomic_store(&stalled, true);
+        atomic_fetch_add(&dropped, len);
+    }
+    return rc;
+}
+
+size_t vms__out_dropped(void)
+{
+    return atomic_load(&dropped);
+}
+
 int vms__out_write(const char *p, size_t len)
 {
     struct vms_run_shm *m;
     size_t at;
 
     if (fd2_is_ours())
-        return vms__os_write_all(2, p, len);
+        return err_write(p, len, LINE_PATIENCE_NS);
     if (!(m = shared()))
         return -EBADF;
     at = atomic_fetch_add(&m->reports_len, len);
@@ -140,12 +173,20 @@ int vms__out_report(const char *p, size_t len)
     return vms__out_write(p, len);
 }
 
+void vms__out_report_done(void)
+{
+    struct vms_run_shm *m = shared();
+
+    if (m && atomic_load(&m->reports_len) > atomic_load(&m->reports_done))
+        vms__keeper_flush();
+}
+
 void vms__out_table(const char *text, size_t len)
 {
     struct vms_run_shm *m = shared();
 
     if (fd2_is_ours()) {
-        vms__os_write_all(2, text, len);
+        err_write(text, len, TABLE_PATIENCE_NS);
         return;
     }
     if (!m)
@@ -154,6 +195,7 @@ void vms__out_table(const char *text, size_t len)
         len = VMS_RUN_TEXT_MAX;
     memcpy(m->text, text, len);
     m->text_len = len;
+    vms__keeper_flush();
 }
 
 void vms__out_ended(void)
@@ -213,16 +255,20 @@ void vms__out_exec(bool replacing)
 void vms__out_flush(void)
 {
     struct vms_run_shm *m = shared();
-    size_t n;
+    size_t from, to;
 
     if (!m || !fd2_is_ours())
         return;
-    n = atomic_exchange(&m->reports_len, 0);
-    vms__os_write_all(2, m->reports, n < VMS_RUN_REPORTS_MAX ? n : VMS_RUN_REPORTS_MAX);
+    /* The program could write anything here: no more than the mapping holds. */
+    to = atomic_load(&m->reports_len);
+    to = to < VMS_RUN_REPORTS_MAX ? to : VMS_RUN_REPORTS_MAX;
+    from = atomic_exchange(&m->reports_done, to);
+    if (from < to)
+        err_write(m->reports + from, to - from, LINE_PATIENCE_NS);
     if (atomic_load(&m->text_whole))
         return; /* the keeper delivers it as the program would have (vms__run_deliver_kept) */
-    /* The program could write anything here: no more than the mapping holds. */
-    vms__os_write_all(2, m->text, m->text_len < VMS_RUN_TEXT_MAX ? m->text_len : VMS_RUN_TEXT_MAX);
+    if (m->text_len)
+        err_write(m->text, m->text_len < VMS_RUN_TEXT_MAX ? m->text_len : VMS_RUN_TEXT_MAX, TABLE_PATIENCE_NS);
     m->text_len = 0;
 }
 

@@ -625,7 +625,7 @@ static void preload_start(void)
         unprotected(vms_last_error());
         return;
     }
-    vms__set_report_writer(vms__out_report); /* line by line, checked (outfd.c) */
+    vms__set_report_writer(vms__out_report, vms__out_report_done); /* line by line, checked (outfd.c) */
     vms__fault_report_unmanaged(); /* the program's runtimes' own stacks too (src/fault/unmanaged.c) */
     main_thread_register();
     /* --report-signal is for the program, not for the processes it starts. */

@@ -84,8 +84,8 @@ struct run_thread {
 /*
  * outfd.c: where the overflow reports, the preload's notices and the table
  * go: the program's fd 2 while it is the stderr of the start, else the
- * memory shared with the keeper, which writes them to that stderr once the
- * program has ended.  vms__out_write, vms__out_report and vms__out_table
+ * memory shared with the keeper, which writes them to that stderr when
+ * asked, while the program waits.  vms__out_write, vms__out_report and vms__out_table
  * are async-signal-safe; the overflow report's lines go through
  * vms__out_report, which also records that a report says why the program
  * died.
@@ -96,6 +96,8 @@ void vms__out_attach(void); /* the memory shared with the keeper, by the program
 void vms__out_detach(void);
 int vms__out_write(const char *p, size_t len); /* 0, or -errno when nothing could be written */
 int vms__out_report(const char *p, size_t len);
+void vms__out_report_done(void); /* a report is whole: the keeper writes it now */
+size_t vms__out_dropped(void);   /* bytes for fd 2 dropped because it stalled */
 void vms__out_table(const char *text, size_t len); /* the table at the end, by the program or its keeper */
 void vms__out_ended(void);       /* the table at the end is made: the keeper makes none */
 bool vms__out_table_done(void);
@@ -116,6 +118,8 @@ void vms__out_adopt(void);              /* the keeper takes the program's place 
  * stderr of the start; started once the shared memory is attached.
  */
 void vms__keeper_start(void);
+/* The keeper writes what waits for the start's stderr now; bounded wait, async-signal-safe. */
+void vms__keeper_flush(void);
 
 /* runpost.c: --plot, --folded and --flamegraph from the report text; 0, or -1 after a message. */
 int vms__run_post(const char *text, size_t len);

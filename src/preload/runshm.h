@@ -11,7 +11,8 @@
  *   - overflow reports and the table that could not go to the program's
  *     fd 2 at the time (fd 2 closed, or reopened to another file): the
  *     keeper holds the stderr the program started with and writes them
- *     there once the program has ended.
+ *     there when the program asks (a report is whole, the table made),
+ *     before the program goes on, and what is left once it has ended.
  * Only the process 'vmstack run' started (VMSTACK_RUN_PID) maps it:
  * forked children and the programs they run keep their hands off.  An
  * exec gives the new image a mapping and a keeper of its own; the old
@@ -33,6 +34,8 @@ struct vms_run_shm {
     _Atomic uint32_t keeper_ready; /* futex word: the keeper is set up (1) or gave up (2) */
     _Atomic uint32_t exec_pending; /* the program is in an exec call: its main thread may end for it */
     _Atomic size_t reports_len;    /* bytes reserved in reports, for the keeper to write */
+    _Atomic size_t reports_done;   /* of which the keeper wrote these */
+    _Atomic uint32_t flush;        /* futex word: the program asks the keeper to write now (keeper.c) */
     size_t text_len;               /* bytes of text, the table for the keeper to write */
     _Atomic uint32_t text_whole;   /* text is the table at the end, for the keeper to deliver as the program would */
     char reports[VMS_RUN_REPORTS_MAX];

@@ -474,6 +474,8 @@ static void json_table(FILE *f, const struct row *rows, size_t n, const char *wh
     vms__json_str(&j, program_invocation_short_name);
     vms__json_key(&j, "when");
     vms__json_str(&j, why);
+    vms__json_key(&j, "stderr_dropped_bytes");
+    vms__json_int(&j, (long long)vms__out_dropped());
     vms__json_key(&j, "threads");
     vms__json_arr(&j);
     for (size_t i = 0; i < n; i++)
@@ -503,6 +505,9 @@ static void format(FILE *f, const struct row *rows, size_t n, const char *why)
     fprintf(f, "%8s  %-15s  %-28s %7s %7s %9s %6s\n", "TID", "NAME", "START", "STACK", "GUARD", "PEAK", "USED%");
     for (size_t i = 0; i < n; i++)
         text_row(f, &rows[i]);
+    if (vms__out_dropped())
+        fprintf(f, "vmstack run: %zu bytes of reports and notices were dropped: stderr took none of them for 2 s\n",
+                vms__out_dropped());
 }
 
 /* ---- output ---- */
