@@ -122,13 +122,13 @@ void vms__fd_id_take(int fd, struct vms_fd_id *id);
 enum vms_fd_state { VMS_FD_SAME, VMS_FD_OTHER, VMS_FD_OTHER_FILE, VMS_FD_CLOSED };
 enum vms_fd_state vms__fd_id_check(int fd, const struct vms_fd_id *was, mode_t *type);
 /*
- * Writes p[0, len) to fd (whose file type is type) without ever blocking
- * past deadline (vms__fd_now_ns) and without changing its flags.  0, or
- * -ETIMEDOUT when the reader took too little in time (what did not go
- * out is dropped; past the deadline, nothing is written), or another
- * -errno.
+ * Writes p[0, len) to fd (whose file type is type), waiting for room in
+ * all no longer than *patience ns (which the wait uses up) and without
+ * changing its flags.  0, or -ETIMEDOUT when the reader took too little in
+ * time (what did not go out is dropped; with no patience left, only what
+ * fits at once goes out), or another -errno.
  */
-int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t deadline);
+int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t *patience);
 int64_t vms__fd_now_ns(void); /* CLOCK_MONOTONIC */
 /* The fault handler's installation: fd 2, as it is now, is where reports go unless told otherwise. */
 void vms__report_fd_init(void);

@@ -346,7 +346,7 @@ static void walk(struct trace *t, const struct vms_fault *f)
     for (long i = 0; i < MAX_FRAMES; i++) {
         if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0 || ip == 0)
             break;
-        if (i > 0 && (sp <= prev_sp || sp > limit || ip == f->owner.outermost))
+        if (i > 0 && (!vms__unwind_outward(sp, prev_sp, i) || sp > limit || ip == f->owner.outermost))
             break;
         add_frame(t, ip, i > 0);
         prev_sp = sp;
@@ -649,7 +649,7 @@ static _Atomic pid_t writer;   /* tid of the thread writing a report, or 0 */
  * TLS back to every thread stack, rounded up to 64 bytes (preload.c).
  */
 #define REPORT_PATIENCE_NS 2000000000LL
-static TLS_IE int64_t deadline; /* of the report this thread is writing (vms__fd_write_bounded) */
+static TLS_IE int64_t patience; /* ns the report this thread is writing may still wait (vms__fd_write_bounded) */
 
 /* unset_only: only when none was set yet. */
 static void set_sink(int fd, void (*fn)(const char *, size_t, void *), void *arg,
@@ -701,7 +701,7 @@ void vms__report_fd_init(void)
 /*
  * To the sink's descriptor while it leads where it did (else nowhere: a
  * data file of the program's is no place for a report), within the
- * report's deadline.  Before any sink was set, fd 2 as it is.
+ * report's patience.  Before any sink was set, fd 2 as it is.
  */
 static void fd_write(const struct sink *s, const char *p, size_t len)
 {
@@ -715,7 +715,7 @@ static void fd_write(const struct sink *s, const char *p, size_t len)
     } else if (vms__fd_id_check(fd, &s->id, &type) >= VMS_FD_OTHER_FILE) {
         return;
     }
-    vms__fd_write_bounded(fd, type, p, len, deadline);
+    vms__fd_write_bounded(fd, type, p, len, &patience);
 }
 
 /* Pieces of a report to the fd or the writer (a callback gets the whole text at the end). */
@@ -751,7 +751,7 @@ void vms__report_begin(struct vms_sbuf *b)
     }
     streaming = !s || !s->fn ? b : NULL;
     sent = 0;
-    deadline = vms__fd_now_ns() + REPORT_PATIENCE_NS;
+    patience = REPORT_PATIENCE_NS;
 }
 
 void vms__report_end(struct vms_sbuf *b)

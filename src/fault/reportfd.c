@@ -16,7 +16,9 @@
  * handler for ever, and with it the policy: the process neither dies nor
  * goes on.  The descriptor's flags are the program's (O_NONBLOCK on it
  * would show in its own writes), so each piece waits in poll() for room
- * first, within one deadline for the whole report, and is then no larger
+ * first, within one patience for the whole report (the time spent waiting
+ * for the reader, not the time spent unwinding: that is slow under
+ * emulators, and a reader who reads loses nothing to it), and is then no larger
  * than what poll's answer guarantees a blocking write to take at once: a
  * pipe's answer means a free page slot, PIPE_BUF bytes; others' less.
  *
@@ -62,15 +64,16 @@ int64_t vms__fd_now_ns(void)
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t deadline)
+int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t *patience)
 {
     size_t piece = S_ISFIFO(type) || S_ISREG(type) ? PIPE_BUF : SMALL_PIECE;
 
     while (len) {
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int64_t ms = (deadline - vms__fd_now_ns()) / 1000000;
-        int r = ms > 0 ? poll(&pfd, 1, (int)ms) : 0, rc;
+        int64_t ms = *patience > 0 ? (*patience + 999999) / 1000000 : 0, start = vms__fd_now_ns();
+        int r = poll(&pfd, 1, (int)(ms < INT_MAX ? ms : INT_MAX)), rc;
 
+        *patience -= vms__fd_now_ns() - start;
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)

@@ -129,13 +129,13 @@ static bool fd2_is_ours(void)
 /* p to fd 2, waiting at most patience for its reader (none once it stalled). */
 static int err_write(const char *p, size_t len, int64_t patience)
 {
-    int64_t now = vms__fd_now_ns();
+    int64_t left = atomic_load(&stalled) ? 0 : patience;
     struct stat sb;
     int rc;
 
     if (fstat(2, &sb))
         return -errno;
-    rc = vms__fd_write_bounded(2, sb.st_mode & S_IFMT, p, len, atomic_load(&stalled) ? now : now + patience);
+    rc = vms__fd_write_bounded(2, sb.st_mode & S_IFMT, p, len, &left);
     if (rc == -ETIMEDOUT) {
         atomic_store(&stalled, true);
         atomic_fetch_add(&dropped, len);
