@@ -72,21 +72,32 @@ int main(void)
 }
 C
 aarch64-linux-gnu-gcc -O1 -g -fno-inline -o "$tmp/ov" "$tmp/ov.c" -Iinclude -L"$dir" -lvmstack -Wl,-rpath,"$PWD/$dir"
+# The same with a frame small enough that its first instruction, stp x29, x30, [sp, #-N]!, is
+# the one that faults: there sp is still the caller's (bl moves none), and the chain goes on.
+# Its stack is small: the frames are 80 bytes, and under qemu each one unwound costs milliseconds.
+sed 's/b\[1024\]/b[64]/; s/\.name = "deep"/.name = "deep", .stack_size = 16 << 10/' "$tmp/ov.c" > "$tmp/ov_first.c"
+aarch64-linux-gnu-gcc -O1 -g -fno-inline -o "$tmp/ov_first" "$tmp/ov_first.c" -Iinclude -L"$dir" -lvmstack \
+    -Wl,-rpath,"$PWD/$dir"
 fails=0
 expect() { grep -Eq "$1" "$tmp/err" || { echo "FAIL: no line matching: $1"; fails=$((fails + 1)); }; }
-for pg in 4096 16384 65536; do
-    echo "--- page $pg"
-    QEMU_CPU=max QEMU_PAGESIZE=$pg QEMU_SET_ENV=LD_PRELOAD="$tmp/pageflags.so" qemu-aarch64 "$tmp/ov" > "$tmp/out" 2> "$tmp/err"
-    cat "$tmp/err"
-    expect '^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]+ \(stack is 0x[0-9a-f]+\.\.0x[0-9a-f]+\)$'
-    expect "^vmstack: fiber 'deep' \(id 1\) on thread '.*' \(tid [0-9]+\), start routine fib\+0x0/0x[0-9a-f]+ \[ov\]$"
-    expect '^vmstack: stack 64 KiB, guard 64 KiB at 0x[0-9a-f]+\.\.0x[0-9a-f]+; sp is [0-9]+ bytes below the top$'
-    expect '^vmstack: ip 0x[0-9a-f]+ sp 0x[0-9a-f]+ bp 0x[0-9a-f]+$'
-    expect '^vmstack: Call Trace:$'
-    expect '^vmstack:  \[<0x[0-9a-f]+>\] deep\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]( [^ ]+:[0-9]+)?$'
-    expect '^vmstack:  \[<0x[0-9a-f]+>\] fib\+0x[0-9a-f]+/0x[0-9a-f]+ \[ov\]( [^ ]+:[0-9]+)?$'
-    expect "^vmstack: killed fiber 'deep'$"
-    grep -qx 'end 2' "$tmp/out" || { echo "FAIL: the fiber did not end killed: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+aarch64-linux-gnu-objdump -d "$tmp/ov_first" | grep -A1 '<deep>:$' | grep -Eq 'stp[[:space:]]+x29, x30, \[sp, #-[0-9]+\]!' ||
+    { echo "FAIL: ov_first's deep does not begin with stp x29, x30, [sp, #-N]!"; fails=$((fails + 1)); }
+for prog in ov ov_first; do
+    for pg in 4096 16384 65536; do
+        echo "--- $prog, page $pg"
+        QEMU_CPU=max QEMU_PAGESIZE=$pg QEMU_SET_ENV=LD_PRELOAD="$tmp/pageflags.so" qemu-aarch64 "$tmp/$prog" > "$tmp/out" 2> "$tmp/err"
+        cat "$tmp/err"
+        expect '^vmstack: BUG: stack guard page was hit at 0x[0-9a-f]+ \(stack is 0x[0-9a-f]+\.\.0x[0-9a-f]+\)$'
+        expect "^vmstack: fiber 'deep' \(id 1\) on thread '.*' \(tid [0-9]+\), start routine fib\+0x0/0x[0-9a-f]+ \[$prog\]$"
+        expect '^vmstack: stack [0-9]+ KiB, guard [0-9]+ KiB at 0x[0-9a-f]+\.\.0x[0-9a-f]+; sp is [0-9]+ bytes below the top$'
+        expect '^vmstack: ip 0x[0-9a-f]+ sp 0x[0-9a-f]+ bp 0x[0-9a-f]+$'
+        expect '^vmstack: Call Trace:$'
+        expect "^vmstack:  \\[<0x[0-9a-f]+>\\] deep\\+0x[0-9a-f]+/0x[0-9a-f]+ \\[$prog\\]( [^ ]+:[0-9]+)?$"
+        expect "^vmstack:  \\[<0x[0-9a-f]+>\\] fib\\+0x[0-9a-f]+/0x[0-9a-f]+ \\[$prog\\]( [^ ]+:[0-9]+)?$"
+        [ "$prog" = ov ] || expect "^vmstack:  \\[<0x[0-9a-f]+>\\] deep\\+0x0/0x[0-9a-f]+ \\[$prog\\]( [^ ]+:[0-9]+)?$"
+        expect "^vmstack: killed fiber 'deep'$"
+        grep -qx 'end 2' "$tmp/out" || { echo "FAIL: the fiber did not end killed: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+    done
 done
 [ "$fails" = 0 ] || exit 1
 

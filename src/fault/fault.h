@@ -133,6 +133,18 @@ int64_t vms__fd_now_ns(void); /* CLOCK_MONOTONIC */
 /* The fault handler's installation: fd 2, as it is now, is where reports go unless told otherwise. */
 void vms__report_fd_init(void);
 
+/*
+ * Whether a caller's sp, found by unwinding from the frame at sp prev,
+ * lies outward of it: above it, or, for the caller of the interrupted
+ * frame (i == 1), at it: aarch64's bl moves no sp, so a function stopped
+ * at its first instruction (stp x29, x30, [sp, #-N]!) has its caller's.
+ * Past that, equal would be a loop.
+ */
+static inline bool vms__unwind_outward(unw_word_t sp, unw_word_t prev, long i)
+{
+    return sp > prev || (i == 1 && sp == prev);
+}
+
 /* ---- killsafe.c ---- */
 
 /*

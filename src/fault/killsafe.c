@@ -161,7 +161,7 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
             k->outer_sp = prev_sp;
             return;
         }
-        if (ip == 0 || (i > 0 && (sp <= prev_sp || sp > f->hi)))
+        if (ip == 0 || (i > 0 && (!vms__unwind_outward(sp, prev_sp, i) || sp > f->hi)))
             return;
         prev_sp = sp;
         if (stack && held)
