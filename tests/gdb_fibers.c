@@ -9,8 +9,10 @@
  *   gdb_fibers overflow  the last fiber recurses until it hits its guard,
  *                        under the abort policy: report, then death by
  *                        SIGSEGV with a core dump
- * The waiting fibers are parked until the last fiber wakes them.  Fiber i
- * (from 0) is named "waiter-i" and is parked in wait_{a,b,c}[i % 3].
+ * The waiting fibers wait until the last fiber wakes them.  Fiber i (from 0)
+ * is named "waiter-i" and waits in wait_{a,b,c}[i % 3]: wait_a and wait_b
+ * park, wait_c receives from a channel (inside the library's static
+ * functions).  Each counts its rounds in a local, for `info locals`.
  */
 #include "vmstack.h"
 
@@ -23,18 +25,25 @@
 
 static volatile int done;
 static vms_fiber f[WAITERS + 1];
+static vms_chan chan;
 
 /* Three distinct functions, so that each fiber's backtrace says where it waits. */
-#define WAITER(fn)                                                                                 \
+#define WAITER(fn, wait)                                                                           \
     NOINLINE void *fn(void *arg)                                                                   \
     {                                                                                              \
-        while (!done)                                                                              \
-            vms_fiber_park();                                                                      \
+        volatile int rounds = 0;                                                                   \
+        int item;                                                                                  \
+                                                                                                   \
+        while (!done) {                                                                            \
+            wait;                                                                                  \
+            rounds++;                                                                              \
+        }                                                                                          \
+        (void)item;                                                                                \
         return arg;                                                                                \
     }
-WAITER(wait_a)
-WAITER(wait_b)
-WAITER(wait_c)
+WAITER(wait_a, vms_fiber_park())
+WAITER(wait_b, vms_fiber_park())
+WAITER(wait_c, vms_chan_recv(&chan, &item, -1))
 
 /* Where the live test's breakpoint stops the process. */
 NOINLINE void gdb_fibers_stop(void)
@@ -61,6 +70,7 @@ static void *last(void *mode)
         return (void *)overflow_here(0);
     gdb_fibers_stop();
     done = 1;
+    vms_chan_close(&chan);
     for (int i = 0; i < WAITERS; i++)
         vms_fiber_wake(f[i]);
     return NULL;
@@ -76,6 +86,10 @@ int main(int argc, char **argv)
         return 2;
     }
     vms_set_overflow_policy(VMS_OVERFLOW_FIBER, VMS_OVERFLOW_ABORT);
+    if (vms_chan_init(&chan, sizeof(int), 0)) {
+        fprintf(stderr, "gdb_fibers: %s\n", vms_last_error());
+        return 1;
+    }
     for (int i = 0; i < WAITERS; i++) {
         snprintf(name, sizeof name, "waiter-%d", i);
         if (vms_fiber_spawn(&f[i], fns[i % 3], NULL, &(vms_fiber_opts){.name = name})) {
@@ -93,6 +107,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i <= WAITERS; i++)
         vms_fiber_join(f[i], NULL);
+    vms_chan_destroy(&chan);
     puts("gdb_fibers: all fibers ended");
     return 0;
 }

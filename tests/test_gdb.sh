@@ -10,6 +10,11 @@
 # -c raised here), and always one that the extension's vmstack-gcore writes
 # at the moment the kernel would have, both in the default guard mode: each
 # is checked the same way (each of the 1,000 waiting fibers' frames).
+# Frames: the Frame column's "#N function" is the first frame outside
+# vmstack's own code (a receive from a channel shows the caller, not the
+# library's static wait_on), N is gdb's frame number, which vmstack-fiber's
+# backtrace prints and `vmstack-fiber ID frame N` selects, and `info locals`
+# (with debug information) shows that function's locals.
 # SCRIPT is the extension to `source`, or a build directory: then gdb must
 # auto-load the copy beside libvmstack.so there (the program is linked with
 # it), once the directory is a safe path.
@@ -107,18 +112,36 @@ check_listing() {
   n=$(grep -c "^[ *] [0-9]" "$out")
   [ "$n" -eq 1001 ] || fail "info vmstack-fibers listed $n fibers, not 1001"
   grep -q "^1001 fibers$" "$out" || fail "no '1001 fibers' line"
-  # waiter-i is parked in wait_a, wait_b or wait_c by i % 3.
+  # waiter-i is parked in wait_a, wait_b or wait_c by i % 3, gdb's frame N.
   bad=$(awk '{ sub(/^\*/, " ") } $2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
-               if ($3 != "parked" || $0 !~ (" " want "( at | from |$)")) print }' "$out" | head -3)
+               if ($3 != "parked" || $0 !~ (" #[0-9]+ " want "( at | from |$)")) print }' "$out" | head -3)
   [ -z "$bad" ] || fail "waiters with a wrong state or frame: $bad"
   w=$(awk '$2 ~ /^waiter-/' "$out" | wc -l)
   [ "$w" -eq 1000 ] || fail "$w waiters listed, not 1000"
-  grep -Eq "^\* [0-9]+ +$running +running +1 \(" "$out" || fail "fiber '$running' is not listed as running on thread 1"
+  # Its frame: gdb's #0, where it stopped (in the guard, overflowing, or at the breakpoint).
+  grep -Eq "^\* [0-9]+ +$running +running +1 \(.* #0 (overflow_here|gdb_fibers_stop)( |$)" "$out" ||
+    fail "fiber '$running' is not listed as running on thread 1 in frame #0"
 }
 
 check_fiber_bt() { # OUT FUNCTION
   awk '/^fiber [0-9]+ .waiter-/ { on = 1; next } on && /^#/ { print } on && !/^#/ { on = 0 }' "$1" |
     grep -q " $2 (" || fail "vmstack-fiber shows no frame in $2"
+}
+
+# The Frame column of fiber ID in the listing LIST: "N FUNCTION" of its "#N FUNCTION".
+frame_of() { # LIST ID
+  awk -v id="$2" '{ sub(/^\*/, " ") } $1 == id { for (i = 2; i < NF; i++) if ($i ~ /^#[0-9]+$/) { print substr($i, 2), $(i + 1); exit } }' "$1"
+}
+
+# OUT holds `vmstack-fiber ID`, `vmstack-fiber ID frame N` and `vmstack-fiber
+# ID info locals`, N from the listing: the backtrace prints FUNCTION as #N,
+# says commands run there, `frame N` selects it and `info locals` shows its
+# local (not without debug information).
+check_frame() { # OUT ID N FUNCTION
+  grep -Eq "^#$3 +$4 \(" "$1" || fail "vmstack-fiber $2 does not print $4 as #$3: $(grep -m1 " $4 (" "$1")"
+  grep -qxF "(vmstack-fiber $2 COMMAND runs COMMAND in frame #$3, $4)" "$1" || fail "vmstack-fiber $2: no frame #$3 for commands"
+  [ "$(grep -Ec "^#$3 +(0x[0-9a-f]+ in )?$4 \(" "$1")" -eq 2 ] || fail "vmstack-fiber $2 frame $3 does not select $4"
+  [ "$stripped" = stripped ] || grep -Eqx "rounds = [0-9]+" "$1" || fail "vmstack-fiber $2 info locals shows no locals of $4"
 }
 
 ids_of() { # OUT NAME: the id the listing gives the fiber NAME
@@ -162,7 +185,10 @@ core)
     gdb_batch "$tmp/o" -ex "vmstack-fiber $o" "$prog" "$core"
     gdb_batch "$tmp/o.dwarf" -ex "vmstack-fiber $o" "$orig" "$core"; same_bt "$tmp/o" "$tmp/o.dwarf"
   fi
-  gdb_batch "$tmp/b" -ex "vmstack-fiber $b" "$prog" "$core"; check_fiber_bt "$tmp/b" wait_c
+  set -- $(frame_of "$tmp/list" "$b")
+  gdb_batch "$tmp/b" -ex "vmstack-fiber $b" -ex "vmstack-fiber $b frame ${1:-0}" -ex "vmstack-fiber $b info locals" \
+    "$prog" "$core"
+  check_fiber_bt "$tmp/b" wait_c; check_frame "$tmp/b" "$b" "${1:-0}" "${2:-?}"
   gdb_batch "$tmp/c" -ex "vmstack-fiber $c" "$prog" "$core"; check_fiber_bt "$tmp/c" wait_b
   gdb_batch "$tmp/g" -ex 'info vmstack-fibers --group' "$prog" "$core"
   grep -q "^1001 fibers in 4 groups$" "$tmp/g" || fail "--group did not find the 4 distinct backtraces"
@@ -179,6 +205,11 @@ live)
   check_fiber_bt "$tmp/list" wait_b
   grep -q "^#0  gdb_fibers_stop () at\|^#0  0x[0-9a-f]* in gdb_fibers_stop ()$" "$tmp/list" ||
     fail "the thread's own frames are not back after vmstack-fiber"
+  c=$(ids_of "$tmp/list" waiter-500)
+  set -- $(frame_of "$tmp/list" "$c")
+  gdb_batch "$tmp/frame" -ex 'break gdb_fibers_stop' -ex run -ex "vmstack-fiber $c" -ex "vmstack-fiber $c frame ${1:-0}" \
+    -ex "vmstack-fiber $c info locals" -ex kill --args "$prog" live
+  check_frame "$tmp/frame" "$c" "${1:-0}" "${2:-?}"
   if [ "$stripped" = stripped ]; then
     for p in "$prog" "$orig"; do
       gdb_batch "$tmp/bt.$(basename "$p")" -ex 'break gdb_fibers_stop' -ex run -ex 'vmstack-fiber 2' \
