@@ -18,6 +18,8 @@
 #                                   thread's own frames are back afterwards
 #   vmstack-gcore FILE              gcore, plus the memory gcore leaves out
 #                                   around guard pages: every fiber's stack
+# At a SIGSEGV in a fiber's guard, it says which fiber overflowed and what
+# `continue` does.
 #
 # Everything is read through the library's debug information, by name: the
 # region table vms__g.regions, each region's slot table, and the fiber
@@ -69,8 +71,9 @@ OWN_FRAME_PREFIXES = ("vms_", "vms__")
 MAX_FRAMES = 64
 # Fibers beyond which the listing leaves out peak use (it reads each stack).
 PEAK_LIMIT = 10000
-# The default guard below a stack (vms_config.guard_size).
+# The default guard below a stack, and the largest vmstack accepts (vms_config.guard_size).
 DEFAULT_GUARD = 64 << 10
+MAX_GUARD = 1 << 30
 
 
 class VmsError(Exception):
@@ -933,6 +936,67 @@ code selected first.  The thread's own frames are back afterwards."""
             print("(vmstack-fiber %d COMMAND runs COMMAND in frame #%d, %s)" % (f.id, at.level(), frame_name(at) or "??"))
 
         fiber_frames(inf, f, show)
+
+
+# ---- a guard hit under gdb ----
+
+def guard_hit(fibers, addr):
+    """(fiber, lowest address of its guard or None) when addr lies in the
+    guard below a fiber's stack; None otherwise.  Slots are [guard][stack]:
+    the guard of the lowest stack above addr.  Its size comes from the debug
+    information; without it, the gap down to the stack below, if a fiber
+    has it, bounds the guard."""
+    above = [f for f in fibers if f.base > addr]
+    if not above:
+        return None
+    f = min(above, key=lambda f: f.base)
+    below = [g.base + g.size for g in fibers if g.base <= addr]
+    low = max(below) if below else f.base - MAX_GUARD
+    if low > addr:
+        return None  # in a stack
+    if f.guard is not None:
+        return (f, f.base - f.guard) if f.base - f.guard <= addr else None
+    return (f, None) if f.base - addr <= MAX_GUARD else None
+
+
+def segv_caught(inf):
+    """Whether the live process still catches SIGSEGV (None: unknown): vmstack's
+    handler gives the default action back once it has reported an abort."""
+    try:
+        with open("/proc/%d/status" % inf.pid) as status:
+            mask = next(line.split()[1] for line in status if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return None
+    return bool(int(mask, 16) & (1 << 10))  # SIGSEGV is 11
+
+
+def on_stop(event):
+    """At a SIGSEGV in a fiber's guard: which fiber, its stack and guard, and
+    what `continue` does; before vmstack's own handler has run."""
+    if not isinstance(event, gdb.SignalEvent) or event.stop_signal != "SIGSEGV":
+        return
+    try:
+        addr = int(gdb.parse_and_eval("$_siginfo._sifields._sigfault.si_addr"))
+        inf, fibers = collect()
+    except (gdb.error, gdb.MemoryError, VmsError):
+        return
+    hit = guard_hit(fibers, addr)
+    if hit is None:
+        return
+    f, low = hit
+    guard = "its guard pages 0x%x-0x%x" % (low, f.base) if low is not None else "the guard pages below it"
+    print("vmstack: fiber %d '%s' on thread %s overflowed its stack 0x%x-0x%x: the access at 0x%x, %d bytes "
+          "below it, hit %s" % (f.id, f.name, thread_label(f.thread), f.base, f.base + f.size, addr, f.base - addr,
+                                guard))
+    if segv_caught(inf) is False:
+        print("vmstack: vmstack's handler has reported it already and gave SIGSEGV its default action: `continue` "
+              "ends the process (with a core dump); `vmstack-gcore FILE` takes a core now")
+    else:
+        print("vmstack: `continue` passes the SIGSEGV to vmstack, which reports the overflow and kills the fiber (or "
+              "aborts, as vms_set_overflow_policy says); `vmstack-fiber %d` shows its frames now" % f.id)
+
+
+gdb.events.stop.connect(on_stop)
 
 
 # ---- core files that keep every fiber's stack ----

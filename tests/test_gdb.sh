@@ -9,7 +9,9 @@
 # The cores: the kernel's when core_pattern names a file we can find (ulimit
 # -c raised here), and always one that the extension's vmstack-gcore writes
 # at the moment the kernel would have, both in the default guard mode: each
-# is checked the same way (each of the 1,000 waiting fibers' frames).
+# is checked the same way (each of the 1,000 waiting fibers' frames).  The
+# overflow under gdb stops at the guard hit, where the extension says which
+# fiber hit which guard and what `continue` does.
 # Frames: the Frame column's "#N function" is the first frame outside
 # vmstack's own code (a receive from a channel shows the caller, not the
 # library's static wait_on), N is gdb's frame number, which vmstack-fiber's
@@ -106,6 +108,28 @@ make_cores() {
   fi
 }
 
+# At each of the two stops of the overflow under gdb ($tmp/gcore.log), the
+# extension names the fiber, the stack and the guard of vmstack's own report,
+# and says what `continue` does: first vmstack reports, then the process ends.
+check_guard_stop() {
+  log=$tmp/gcore.log
+  id=$(sed -n "s/^vmstack: fiber 'overflow' (id \([0-9]*\)) on thread.*/\1/p" "$log")
+  at=$(sed -n 's/^vmstack: BUG: stack guard page was hit at \(0x[0-9a-f]*\) (stack is \(0x[0-9a-f]*\)\.\.\(0x[0-9a-f]*\))$/\1 \2 \3/p' "$log")
+  guard=$(sed -n 's/^vmstack: stack .*, guard .* at \(0x[0-9a-f]*\)\.\.0x[0-9a-f]*; .*/\1/p' "$log")
+  set -- $at
+  if [ -z "$id" ] || [ $# -ne 3 ] || [ -z "$guard" ]; then fail "no overflow report under gdb"; cat "$log"; return; fi
+  what="its guard pages $guard-$2"
+  [ "$stripped" = stripped ] && what="the guard pages below it"
+  hit="vmstack: fiber $id 'overflow' on thread 1 [(][^)]*[)] overflowed its stack $2-$3: the access at $1, $(($2 - $1)) bytes below it, hit $what"
+  awk -v hit="^$hit\$" '
+    $0 ~ hit { hits++; next }
+    /^vmstack: `continue` passes the SIGSEGV to vmstack, which reports the overflow and kills the fiber/ { if (hits == 1 && !report) first = 1; next }
+    /^vmstack: BUG: stack guard page was hit/ { report = 1; next }
+    /^vmstack: vmstack.s handler has reported it already and gave SIGSEGV its default action: `continue` ends the process/ { if (hits == 2 && report) second = 1 }
+    END { exit !(hits == 2 && first && second) }' "$log" ||
+    { fail "the guard hit under gdb is not explained at both stops (want: $hit)"; grep "^vmstack" "$log"; }
+}
+
 # The checks on one gdb session's output, OUT; RUNNING is the last fiber's name.
 check_listing() {
   out=$1 running=$2
@@ -194,6 +218,7 @@ core)
   grep -q "^1001 fibers in 4 groups$" "$tmp/g" || fail "--group did not find the 4 distinct backtraces"
   grep -q "^334 fibers (parked)" "$tmp/g" || fail "--group: no group of 334 parked fibers"
   done
+  check_guard_stop
   ;;
 live)
   # After the fiber commands, the thread's own frames must be back: bt 1
