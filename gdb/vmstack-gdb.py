@@ -17,7 +17,8 @@
 #                                   outside vmstack's own code selected; the
 #                                   thread's own frames are back afterwards
 #   vmstack-gcore FILE              gcore, plus the memory gcore leaves out
-#                                   around guard pages: every fiber's stack
+#                                   around guard pages: every fiber's stack;
+#                                   pages of zeros are holes of a sparse file
 # At a SIGSEGV in a fiber's guard, it says which fiber overflowed and what
 # `continue` does.
 #
@@ -38,6 +39,8 @@
 # linked with libvmstack.a: `source PREFIX/share/vmstack/vmstack-gdb.py`.
 
 import bisect
+import ctypes
+import errno
 import functools
 import os
 import re
@@ -1003,6 +1006,9 @@ gdb.events.stop.connect(on_stop)
 
 PAGE = 4096
 BLOCK = 1 << 20
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 1, 2
+_ZEROS = bytes(BLOCK)
+_libc = None
 _READ_FAILED = re.compile(r"Memory read failed for corefile section, \d+ bytes at (0x[0-9a-f]+)")
 
 
@@ -1033,7 +1039,7 @@ def copy_readable(inf, out, vaddr, offset, size):
     missing = 0
 
     def put(at, data):
-        if data.count(0) != len(data):
+        if data != _ZEROS[:len(data)]:
             out.seek(offset + at)
             out.write(data)
 
@@ -1052,6 +1058,65 @@ def copy_readable(inf, out, vaddr, offset, size):
     return missing
 
 
+def _punch(fd, offset, size):
+    """Deallocates [offset, offset + size) of the file fd, which then reads as zeros."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    if _libc.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, size):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def dig_holes(path):
+    """Punches holes over the all-zero pages of the file path, as
+    `fallocate --dig-holes` does: gcore writes every page it can read, also
+    the ones the process never touched (most of every stack), where the
+    kernel's own core leaves holes.  Returns the bytes it punched."""
+    punched = 0
+    fd = os.open(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        at = 0
+        while at < size:
+            try:
+                at = os.lseek(fd, at, os.SEEK_DATA) // PAGE * PAGE
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # holes only, up to the end
+                    break
+                raise
+            data = os.pread(fd, BLOCK, at)
+            if len(data) < PAGE:
+                break
+            if data == _ZEROS[:len(data)]:
+                runs = [(0, len(data) // PAGE * PAGE)]
+            else:
+                runs = _zero_runs(data)
+            for start, length in runs:
+                _punch(fd, at + start, length)
+                punched += length
+            at += len(data)
+    finally:
+        os.close(fd)
+    return punched
+
+
+def _zero_runs(data):
+    """(offset, length) of each run of whole all-zero pages in data."""
+    runs, start = [], None
+    view = memoryview(data)
+    for page in range(0, len(data) - PAGE + 1, PAGE):
+        if view[page:page + PAGE] == _ZEROS[:PAGE]:
+            start = page if start is None else start
+        elif start is not None:
+            runs.append((start, page - start))
+            start = None
+    if start is not None:
+        runs.append((start, len(data) // PAGE * PAGE - start))
+    return runs
+
+
 class GcoreCommand(gdb.Command):
     """Write a core file of the process that holds every fiber's stack.
 Usage: vmstack-gcore FILE
@@ -1060,7 +1125,9 @@ mapping from the first block it cannot read whole; in vmstack's default
 guard mode (MADV_GUARD_INSTALL) the stacks and their guard pages share one
 mapping, so fiber stacks would be missing.  This runs gcore, then copies
 what gcore left out of those mappings, page by page around the guards,
-into FILE."""
+into FILE.  Pages of zeros, which gcore writes for every page the process
+never touched, are then holes of FILE, as in the kernel's own cores: FILE
+takes about the room of the memory in use."""
 
     def __init__(self):
         super().__init__("vmstack-gcore", gdb.COMMAND_FILES, gdb.COMPLETE_FILENAME)
@@ -1087,8 +1154,14 @@ into FILE."""
                 offset, size = segments[vaddr]
                 missing += copy_readable(inf, out, vaddr, offset, size)
                 copied += size
-        print("vmstack-gcore: %s written; %d mapping%s copied again around guard pages (%d KiB, %d pages unreadable)"
-              % (path, len(failed), "" if len(failed) == 1 else "s", copied // 1024, missing))
+        try:
+            punched = dig_holes(path)
+        except OSError as e:
+            raise gdb.GdbError("vmstack-gcore: %s written, but its zeros stay on disk: fallocate: %s" % (path, e))
+        print("vmstack-gcore: %s written; %d mapping%s copied again around guard pages (%d KiB, %d pages unreadable); "
+              "%d KiB of zeros left as holes, %d KiB on disk"
+              % (path, len(failed), "" if len(failed) == 1 else "s", copied // 1024, missing, punched // 1024,
+                 os.stat(path).st_blocks // 2))
 
 
 InfoFibers()

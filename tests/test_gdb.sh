@@ -11,7 +11,8 @@
 # at the moment the kernel would have, both in the default guard mode: each
 # is checked the same way (each of the 1,000 waiting fibers' frames).  The
 # overflow under gdb stops at the guard hit, where the extension says which
-# fiber hit which guard and what `continue` does.
+# fiber hit which guard and what `continue` does.  vmstack-gcore's core is
+# sparse: with 101 fibers, on disk at most 4 times the kernel's core.
 # Frames: the Frame column's "#N function" is the first frame outside
 # vmstack's own code (a receive from a channel shows the caller, not the
 # library's static wait_on), N is gdb's frame number, which vmstack-fiber's
@@ -34,7 +35,8 @@ else
   load="source $script"
 fi
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+made=
+trap 'rm -rf "$tmp" $made' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -66,11 +68,15 @@ gdb_batch() { # OUTPUT gdb-args...
   timeout 300 $run gdb -batch -nx -iex 'set debuginfod enabled off' -iex "$load" "$@" >"$out" 2>&1
 }
 
-# The kernel's core of the program, or nothing.
-kernel_core() {
+# The kernel's core of the program (process PID), or nothing.
+kernel_core() { # PID
   pattern=$(cat /proc/sys/kernel/core_pattern)
   case $pattern in '|'*) return ;; esac
-  case $pattern in /*) dir=$(dirname "$pattern") ;; *) dir=$tmp/run/$(dirname "$pattern") ;; esac
+  case $pattern in /*) ;; *) pattern=$tmp/run/$pattern ;; esac
+  # A name made of the pid alone: the file of that process.
+  name=$(printf '%s' "$pattern" | sed "s/%p/$1/g")
+  case $name in *%*) ;; *) [ -f "$name" ] && echo "$name"; [ -f "$name.$1" ] && echo "$name.$1"; return ;; esac
+  dir=$(dirname "$pattern")
   stem=$(basename "$pattern"); stem=${stem%%%*}
   # The guard probe's child dies by SIGSEGV too: the program's core is the largest.
   find "$dir" -maxdepth 1 -type f -name "${stem}*" -newer "$tmp/start" -printf '%s %p\n' 2>/dev/null |
@@ -82,24 +88,29 @@ kernel_core() {
 # taken in the guard mode of the environment (the default: MADV_GUARD_INSTALL
 # where the kernel has it).
 make_cores() {
-  mkdir "$tmp/run"; touch "$tmp/start"
-  (cd "$tmp/run" && ulimit -c unlimited 2>/dev/null; exec "$prog" overflow) >"$tmp/stdout" 2>"$tmp/stderr"
+  mkdir -p "$tmp/run"; touch "$tmp/start"
+  (cd "$tmp/run" && ulimit -c unlimited 2>/dev/null; exec "$prog" overflow "$@") >"$tmp/stdout" 2>"$tmp/stderr" &
+  pid=$!
+  wait $pid
   status=$?
   [ "$status" -eq 139 ] || fail "gdb_fibers overflow: exit status $status, not death by SIGSEGV (139)"
   grep -q "^vmstack: fiber 'overflow' (id [0-9]*) on thread" "$tmp/stderr" || fail "no overflow report"
   grep -qx "vmstack: aborting: the overflow policy for fibers is abort (vms_set_overflow_policy); vms_fiber_opts.stack_size sizes a fiber's stack" "$tmp/stderr" ||
     fail "the report does not end in why it aborts: $(cat "$tmp/stderr")"
-  cores=$(kernel_core)
+  cores=$(kernel_core $pid)
   if [ -n "$cores" ]; then
     echo "core file from the kernel: $cores"
+    # Named by the pid: ours, removed at the end.
+    case $cores in *$pid*) made="$made $cores" ;; esac
   else
     echo "kernel's core skipped: core_pattern '$(cat /proc/sys/kernel/core_pattern)' names no file here, or ulimit -c is 0"
   fi
   # First stop: the guard hit, passed to vmstack's handler, which reports and
   # restores the default action; second stop: the same fault, now fatal.
   # Plain gcore would lose every fiber stack beside a guard marker.
-  timeout 300 gdb -batch -nx -iex "$load" -ex run -ex continue -ex "vmstack-gcore $tmp/gcore" -ex kill \
-    --args "$prog" overflow >"$tmp/gcore.log" 2>&1
+  rm -f "$tmp/gcore"
+  timeout 300 gdb -batch -nx -iex "$load" -ex run -ex continue -ex 'info proc status' \
+    -ex "vmstack-gcore $tmp/gcore" -ex kill --args "$prog" overflow "$@" >"$tmp/gcore.log" 2>&1
   if [ -s "$tmp/gcore" ] && grep -q "^vmstack-gcore: $tmp/gcore written" "$tmp/gcore.log"; then
     grep "^vmstack-gcore:" "$tmp/gcore.log"
     cores="$cores $tmp/gcore"
@@ -128,6 +139,23 @@ check_guard_stop() {
     /^vmstack: vmstack.s handler has reported it already and gave SIGSEGV its default action: `continue` ends the process/ { if (hits == 2 && report) second = 1 }
     END { exit !(hits == 2 && first && second) }' "$log" ||
     { fail "the guard hit under gdb is not explained at both stops (want: $hit)"; grep "^vmstack" "$log"; }
+}
+
+# vmstack-gcore's core of gdb_fibers with 101 fibers is sparse: on disk at
+# most 4 times the kernel's core of the same program, or without one, 4
+# times the resident memory of the process it was taken of.
+check_gcore_size() {
+  make_cores 100
+  set -- $cores
+  [ $# -ge 1 ] || return
+  mine=$(du -k "$tmp/gcore" | cut -f1)
+  if [ $# -eq 2 ]; then
+    kernel=$(du -k "$1" | cut -f1) against="the kernel's core ($1)"
+  else
+    kernel=$(awk '$1 == "VmRSS:" { print $2 }' "$tmp/gcore.log") against="the resident memory"
+  fi
+  echo "vmstack-gcore of 101 fibers: $mine KiB on disk; $against: $kernel KiB"
+  [ -n "$kernel" ] && [ "$mine" -le $((4 * kernel)) ] || fail "vmstack-gcore takes $mine KiB on disk, more than 4 times $kernel KiB"
 }
 
 # The checks on one gdb session's output, OUT; RUNNING is the last fiber's name.
@@ -219,6 +247,7 @@ core)
   grep -q "^334 fibers (parked)" "$tmp/g" || fail "--group: no group of 334 parked fibers"
   done
   check_guard_stop
+  check_gcore_size
   ;;
 live)
   # After the fiber commands, the thread's own frames must be back: bt 1
