@@ -948,18 +948,18 @@ def guard_hit(fibers, addr):
     guard below a fiber's stack; None otherwise.  Slots are [guard][stack]:
     the guard of the lowest stack above addr.  Its size comes from the debug
     information; without it, the gap down to the stack below, if a fiber
-    has it, bounds the guard."""
+    has it, bounds the guard, else the default guard size does."""
     above = [f for f in fibers if f.base > addr]
     if not above:
         return None
     f = min(above, key=lambda f: f.base)
     below = [g.base + g.size for g in fibers if g.base <= addr]
-    low = max(below) if below else f.base - MAX_GUARD
-    if low > addr:
-        return None  # in a stack
+    low = max(below) if below else f.base - DEFAULT_GUARD
     if f.guard is not None:
-        return (f, f.base - f.guard) if f.base - f.guard <= addr else None
-    return (f, None) if f.base - addr <= MAX_GUARD else None
+        low = max(low, f.base - f.guard)
+    if low > addr or f.base - addr > MAX_GUARD:
+        return None
+    return f, (low if f.guard is not None else None)
 
 
 def segv_caught(inf):
@@ -981,7 +981,7 @@ def on_stop(event):
     try:
         addr = int(gdb.parse_and_eval("$_siginfo._sifields._sigfault.si_addr"))
         inf, fibers = collect()
-    except (gdb.error, gdb.MemoryError, VmsError):
+    except Exception:  # a program without vmstack, or half set up: the stop is gdb's alone
         return
     hit = guard_hit(fibers, addr)
     if hit is None:
