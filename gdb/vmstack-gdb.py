@@ -3,17 +3,24 @@
 # show threads, in a live process and in a core file.
 #
 #   info vmstack-fibers [--group]   one line per live fiber: id, name, state,
-#                                   thread, stack range, peak use, current
-#                                   frame; --group: one backtrace per group
-#                                   of fibers whose backtraces are identical
+#                                   thread, stack range, peak use, and its
+#                                   first frame outside vmstack's own code,
+#                                   with gdb's frame number; --group: one
+#                                   backtrace per group of fibers whose
+#                                   backtraces are identical
 #   vmstack-fiber N [COMMAND]       fiber N's backtrace, unwound from the
-#                                   context it saved when it switched away;
-#                                   with COMMAND, run it with the fiber's
-#                                   frames in place (from frame 1: `frame 1`
-#                                   is selected first); the thread's own
-#                                   frames are back afterwards
+#                                   context it saved when it switched away,
+#                                   numbered as gdb numbers it (the fiber's
+#                                   frames take the place of the thread's
+#                                   callers, from frame 1); with COMMAND, run
+#                                   it there, with the fiber's first frame
+#                                   outside vmstack's own code selected; the
+#                                   thread's own frames are back afterwards
 #   vmstack-gcore FILE              gcore, plus the memory gcore leaves out
-#                                   around guard pages: every fiber's stack
+#                                   around guard pages: every fiber's stack;
+#                                   pages of zeros are holes of a sparse file
+# At a SIGSEGV in a fiber's guard, it says which fiber overflowed and what
+# `continue` does.
 #
 # Everything is read through the library's debug information, by name: the
 # region table vms__g.regions, each region's slot table, and the fiber
@@ -31,6 +38,10 @@
 # so).  In a build tree: `add-auto-load-safe-path BUILD_DIR`.  For a program
 # linked with libvmstack.a: `source PREFIX/share/vmstack/vmstack-gdb.py`.
 
+import bisect
+import ctypes
+import errno
+import functools
 import os
 import re
 import struct
@@ -63,6 +74,9 @@ OWN_FRAME_PREFIXES = ("vms_", "vms__")
 MAX_FRAMES = 64
 # Fibers beyond which the listing leaves out peak use (it reads each stack).
 PEAK_LIMIT = 10000
+# The default guard below a stack, and the largest vmstack accepts (vms_config.guard_size).
+DEFAULT_GUARD = 64 << 10
+MAX_GUARD = 1 << 30
 
 
 class VmsError(Exception):
@@ -202,6 +216,9 @@ class Layout:
         for name in names:
             off, t = _field_offset(desc, name)
             self.fields[name] = self._typed(self.ext + off, t)
+        # The guard below a stack of the library's own (0 on the program's).
+        off, t = _field_offset(desc, "stack.guard_size")
+        self.fields["guard"] = self._typed(self.ext + off, t)
         self.slot_live = _enum_value("VMS_SLOT_LIVE", 2)
         self.task_fiber = _enum_value("VMS_TASK_FIBER", 1)
         self.wait_names = {_enum_value("VMS_WAIT_PARK", 1): "parked",
@@ -277,8 +294,8 @@ class Layout:
 
 
 class Fiber:
-    __slots__ = ("id", "name", "addr", "base", "size", "sp", "start", "started", "owner", "joiner", "wait", "wait_fd",
-                 "thread", "running", "state")
+    __slots__ = ("id", "name", "addr", "base", "size", "guard", "sp", "start", "started", "owner", "joiner", "wait",
+                 "wait_fd", "thread", "running", "state")
 
 
 def _inferior():
@@ -315,6 +332,8 @@ def read_fibers(layout, inf):
                 f.start = layout.get(buf, b, "start")
                 f.owner = layout.get(buf, b, "owner")
                 f.joiner = layout.get(buf, b, "joiner")
+                # Without debug information: unknown (None).
+                f.guard = layout.get(buf, b, "guard") if "guard" in layout.fields else None
                 f.wait = layout.get(buf, b, "wait") if "wait" in layout.fields else 0
                 f.wait_fd = layout.get(buf, b, "wait_fd") if "wait_fd" in layout.fields else -1
                 f.thread = None
@@ -396,11 +415,12 @@ def code_address(v):
 
 
 def collect():
-    global _frame, _code_mask
+    global _frame, _code_mask, _own_code
     inf = _inferior()
     layout = Layout(inf)
     _frame = layout.frame
     _code_mask = _pac_code_mask()
+    _own_code = OwnCode()
     fibers = read_fibers(layout, inf)
     by_serial, running = read_threads(layout, inf)
     joiners = {f.joiner: f.id for f in fibers if f.joiner}
@@ -471,7 +491,30 @@ def return_address_offset():
     return _frame[3][_frame[2]]
 
 
-class FiberFrames:
+class Kept:
+    """`with Kept():` the selected thread and frame are back on leaving."""
+
+    def __enter__(self):
+        self.keep_thread = gdb.selected_thread()
+        try:
+            self.keep_level = gdb.selected_frame().level()
+        except gdb.error:
+            self.keep_level = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.keep_thread is not None:
+            self.keep_thread.switch()
+            if self.keep_level is not None:
+                frame = gdb.newest_frame()
+                while frame is not None and frame.level() < self.keep_level:
+                    frame = frame.older()
+                if frame is not None:
+                    frame.select()
+        return False
+
+
+class FiberFrames(Kept):
     """`with FiberFrames(inf, f):` fiber f's frames are frame 1 and up of
     its thread (or the selected one); on leaving, the thread's own frames
     and the selected thread and frame are back."""
@@ -480,11 +523,7 @@ class FiberFrames:
         self.inf, self.f = inf, f
 
     def __enter__(self):
-        self.keep_thread = gdb.selected_thread()
-        try:
-            self.keep_level = gdb.selected_frame().level()
-        except gdb.error:
-            self.keep_level = None
+        super().__enter__()
         if self.f.thread is not None:
             self.f.thread.switch()
         gdb.invalidate_cached_frames()
@@ -501,15 +540,7 @@ class FiberFrames:
         _unwinder.regs = None
         _unwinder.at = None
         gdb.invalidate_cached_frames()
-        if self.keep_thread is not None:
-            self.keep_thread.switch()
-            if self.keep_level is not None:
-                frame = gdb.newest_frame()
-                while frame is not None and frame.level() < self.keep_level:
-                    frame = frame.older()
-                if frame is not None:
-                    frame.select()
-        return False
+        return super().__exit__(*exc)
 
 
 def frames_from(first):
@@ -572,56 +603,141 @@ def frame_key(frame):
     return (frame_name(frame) or hex(frame.pc()), sal.symtab.filename if sal.symtab else None, sal.line)
 
 
-_own_src = None
+def _elf_symbols(path):
+    """Every defined symbol of the .symtab of the ELF file path, as (value,
+    size, name, st_info); [] without one (a program stripped whole)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            return []
+        shoff, = struct.unpack_from("<Q", head, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", head, 0x3a)
+        f.seek(shoff)
+        table = f.read(shentsize * shnum)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", table, i * shentsize) for i in range(shnum)]
+        symtab = next((sh for sh in sections if sh[1] == 2), None)  # SHT_SYMTAB
+        if symtab is None:
+            return []
+        f.seek(symtab[4])
+        syms = f.read(symtab[5])
+        strtab = sections[symtab[6]]
+        f.seek(strtab[4])
+        names = f.read(strtab[5])
+    return [(value, size, names[at:names.index(b"\0", at)].decode("utf-8", "replace"), info)
+            for at, info, _, shndx, value, size in struct.iter_unpack("<IBBHQQ", syms) if shndx and value]
 
 
-def _own_source_dir():
-    """vmstack's src/ directory, from the file its vms_fiber_spawn was compiled
-    from (debug information): its static functions (a channel's wait_on)
-    have no vms_ prefix.  None without debug information."""
-    global _own_src
-    if _own_src is None:
+def _named_own(name):
+    """A vms_ function (or a part of one: vms_x.cold, vms_x.constprop.0)."""
+    return bool(name) and name.split(".", 1)[0].startswith(OWN_FRAME_PREFIXES)
+
+
+class OwnCode:
+    """Which code is vmstack's own, by where it lies rather than by its
+    name alone (its static functions, a channel's wait_on, have no vms_
+    prefix).  A program linked with libvmstack.so: all of that library.
+    Linked with libvmstack.a: the linker keeps an archive's objects
+    together in .text, so a function of the program's symbol table is the
+    library's when it is named vms_, or when it is a local (static, or
+    hidden) function whose nearest named neighbours on both sides, vms_
+    functions or the program's global ones, are vms_ functions.  With debug
+    information, also any function compiled from vmstack's src/."""
+
+    def __init__(self):
+        table = _address_of("vms_debug_table")
+        self.lib = gdb.solib_name(table) if table is not None else None
+        self.starts, self.funcs = [], []
+        if self.lib is None and table is not None:
+            self._from_symtab(table)
+        self.src = None
         sym = gdb.lookup_global_symbol("vms_fiber_spawn")
         if sym is not None and sym.symtab is not None:
-            _own_src = os.path.dirname(os.path.dirname(sym.symtab.fullname())) + os.sep
-    return _own_src
+            self.src = os.path.dirname(os.path.dirname(sym.symtab.fullname())) + os.sep
+
+    def _from_symtab(self, table):
+        path = gdb.current_progspace().filename
+        try:
+            at, starts, funcs = _static_own_code(path, os.stat(path).st_mtime_ns) if path else (None, [], [])
+        except (OSError, struct.error, ValueError):
+            return
+        if at is None:
+            return
+        bias = table - at
+        self.starts = [start + bias for start in starts]
+        self.funcs = [(end + bias, own) for end, own in funcs]
+
+    def by_address(self, pc):
+        """True or False where the address tells; None where it does not."""
+        if self.lib is not None:
+            return gdb.solib_name(pc) == self.lib
+        i = bisect.bisect_right(self.starts, pc) - 1
+        if i < 0 or pc >= self.funcs[i][0]:
+            return None
+        return self.funcs[i][1]
+
+    def frame(self, frame):
+        """Whether frame is vmstack's own: by address, name or source."""
+        if self.by_address(frame.pc()) or _named_own(frame_name(frame)):
+            return True
+        sal = frame.find_sal()
+        return bool(self.src) and sal.symtab is not None and sal.symtab.fullname().startswith(self.src)
 
 
-def _is_own(frame):
-    """A vms_ function, or any function compiled from vmstack's src/."""
-    if (frame_name(frame) or "").startswith(OWN_FRAME_PREFIXES):
-        return True
-    src = _own_source_dir()
-    sal = frame.find_sal()
-    return bool(src) and sal.symtab is not None and sal.symtab.fullname().startswith(src)
+@functools.lru_cache(maxsize=4)
+def _static_own_code(path, mtime):
+    """For OwnCode, from the .symtab of the program path (as of mtime): the
+    address of vms_debug_table there, and by address each function's start,
+    and its end and whether it is vmstack's."""
+    syms = _elf_symbols(path)
+    at = next((value for value, _, name, _ in syms if name == "vms_debug_table"), None)
+    # Functions (STT_FUNC), by address, and whether each is local.
+    funcs = sorted((value, size, name, info >> 4 == 0) for value, size, name, info in syms if info & 0xf == 2)
+    # Named: vms_ (own) or global (the program's); a local one is own when
+    # the nearest named function on each side is.
+    marks = [True if _named_own(name) else (None if local else False) for _, _, name, local in funcs]
+    before, last = [], None
+    for m in marks:
+        last = m if m is not None else last
+        before.append(last)
+    after, last = [None] * len(marks), None
+    for i in range(len(marks) - 1, -1, -1):
+        last = marks[i] if marks[i] is not None else last
+        after[i] = last
+    starts = [value for value, _, _, _ in funcs]
+    ends = [(value + max(size, 1), marks[i] if marks[i] is not None else bool(before[i] and after[i]))
+            for i, (value, size, _, _) in enumerate(funcs)]
+    return at, starts, ends
+
+
+# What is vmstack's own code, for the program of the last command.
+_own_code = None
 
 
 def _own(frames, i):
     """Whether frames[i] is vmstack's, or inlined into a frame of vmstack's."""
     while frames[i].type() == gdb.INLINE_FRAME and i + 1 < len(frames):
-        if _is_own(frames[i]):
+        if _own_code.frame(frames[i]):
             return True
         i += 1
-    return _is_own(frames[i])
+    return _own_code.frame(frames[i])
 
 
-def first_own(frames):
-    """The first frame outside vmstack's scheduler: where the fiber is."""
+def first_user(frames):
+    """The index in frames of the first frame outside vmstack's own code:
+    where the fiber is (0 when every frame is vmstack's)."""
     i = 0
     while i < len(frames) and _own(frames, i):
         i += 1
-    return frames[i] if i < len(frames) else (frames[0] if frames else None)
+    return i if i < len(frames) else 0
 
 
 def fiber_frames(inf, f, use):
-    """use(frames) with fiber f's frames, innermost first."""
+    """use(frames) with fiber f's frames, innermost first; the selected
+    thread and frame are back afterwards."""
     if f.running:
-        keep = gdb.selected_thread()
-        f.thread.switch()
-        try:
+        with Kept():
+            f.thread.switch()
             return use(running_frames(f))
-        finally:
-            keep.switch()
     with FiberFrames(inf, f) as first:
         return use(frames_from(first))
 
@@ -630,12 +746,14 @@ def running_frames(f):
     """A running fiber's frames: its thread's, from the first on its stack
     (the ones of a signal handler on the alternate stack come before)."""
     frames = frames_from(0)
+    # An overflowing frame's stack pointer is in the guard below the stack.
+    low = f.base - (f.guard if f.guard is not None else DEFAULT_GUARD)
     for i, frame in enumerate(frames):
         try:
             sp = int(frame.read_register(_frame[1]))
         except gdb.error:
             continue
-        if f.base <= sp <= f.base + f.size:
+        if low <= sp <= f.base + f.size:
             return frames[i:]
     return frames
 
@@ -661,12 +779,12 @@ def list_fibers(inf, fibers):
     cache = {}
     print("  Id     Name                             State            Thread          Stack                                  Peak    Frame")
     for f in fibers:
-        frames_text = backtrace_of(inf, f, cache).where
+        bt = backtrace_of(inf, f, cache)
         used = peak_use(inf, f) if peak else None
         print("%s %-6d %-32s %-16s %-15s 0x%x-0x%x %7s  %s" % (
             "*" if f.running and f.thread == gdb.selected_thread() else " ", f.id, f.name, f.state,
             thread_label(f.thread), f.base, f.base + f.size,
-            "%d" % used if used is not None else "-", frames_text))
+            "%d" % used if used is not None else "-", bt.where))
     print("%d fibers%s" % (len(fibers), "" if peak else " (peak use is read for up to %d)" % PEAK_LIMIT))
 
 
@@ -679,9 +797,12 @@ class Backtrace:
 
     def __init__(self, frames, top):
         self.lines = [describe(fr) for fr in frames]
-        own = first_own(frames)
+        # gdb's own numbers, which `vmstack-fiber N frame L` selects: the
+        # same for every fiber of one thread with this backtrace.
+        self.levels = [fr.level() for fr in frames]
+        at = first_user(frames)
         # Shared by every fiber with this backtrace: their arguments may differ.
-        self.where = describe(own, with_args=False) if own is not None else "??"
+        self.where = "#%d %s" % (self.levels[at], describe(frames[at], with_args=False)) if frames else "??"
         self.key = tuple(frame_key(fr) for fr in frames)
         self.checks = []
         for fr in frames[1:]:
@@ -710,6 +831,7 @@ class NotStarted:
         name = block.function.name if block is not None and block.function is not None else hex(start)
         self.where = "%s, not started" % name
         self.lines = ["%s: not started yet" % name]
+        self.levels = [0]
         self.key = ("not started", start)
 
 
@@ -724,7 +846,9 @@ def backtrace_of(inf, f, cache):
     top = f.base + f.size
     # One read per fiber: the part of its stack in use, saved context included.
     stack = bytes(inf.read_memory(f.sp, top - f.sp))
-    key = (code_address(struct.unpack_from("<Q", stack, return_address_offset())[0]), len(stack))
+    # Per thread: the fiber's frames are numbered from its thread's own.
+    key = (f.thread.num if f.thread is not None else None,
+           code_address(struct.unpack_from("<Q", stack, return_address_offset())[0]), len(stack))
     for bt in cache.get(key, ()):
         if bt.matches(stack, top):
             return bt
@@ -742,8 +866,8 @@ def group_fibers(inf, fibers):
         states = sorted({m.state for m in members})
         ids = ", ".join(str(m.id) for m in members[:10]) + (", ..." if len(members) > 10 else "")
         print("%d fiber%s (%s): %s" % (len(members), "" if len(members) == 1 else "s", ", ".join(states), ids))
-        for i, line in enumerate(bt.lines):
-            print("  #%-2d %s" % (i, line))
+        for level, line in zip(bt.levels, bt.lines):
+            print("  #%-2d %s" % (level, line))
     print("%d fibers in %d groups" % (len(fibers), len(groups)))
 
 
@@ -775,10 +899,11 @@ class FiberCommand(gdb.Command):
     """Show a vmstack fiber's backtrace, or run a command in its frames.
 Usage: vmstack-fiber ID [COMMAND]
 Without COMMAND, prints the backtrace of fiber ID (as `info vmstack-fibers`
-lists it), unwound from the context it saved when it last switched away.
-With COMMAND (e.g. `info locals`, `bt full`), runs it with the fiber's frames
-in place of the thread's callers: frame 1 is the fiber's innermost frame and is
-selected first.  The thread's own frames are back afterwards."""
+lists it), unwound from the context it saved when it last switched away,
+with gdb's own frame numbers: the fiber's frames take the place of the
+thread's callers, from frame 1.  With COMMAND (e.g. `info locals`, `frame 3`,
+`bt full`), runs it there, with the fiber's first frame outside vmstack's own
+code selected first.  The thread's own frames are back afterwards."""
 
     def __init__(self):
         super().__init__("vmstack-fiber", gdb.COMMAND_STACK)
@@ -800,30 +925,90 @@ selected first.  The thread's own frames are back afterwards."""
         if not f.started:
             print(NotStarted(f.start).lines[0])
             return
-        if len(parts) == 1:
-            lines = fiber_frames(inf, f, lambda fr: [describe(x) for x in fr])
-            for i, line in enumerate(lines):
-                print("#%-2d %s" % (i, line))
-            if len(lines) == MAX_FRAMES:
-                print("(more frames not shown: vmstack-fiber %d bt)" % f.id)
-            return
-        if f.running:
-            keep = gdb.selected_thread()
-            f.thread.switch()
-            try:
+
+        def show(frames):
+            at = frames[first_user(frames)]
+            if len(parts) == 2:
+                at.select()
                 gdb.execute(parts[1], from_tty)
-            finally:
-                keep.switch()
-            return
-        with FiberFrames(inf, f) as first:
-            gdb.execute("frame %d" % first, to_string=True)
-            gdb.execute(parts[1], from_tty)
+                return
+            for fr in frames:
+                print("#%-2d %s" % (fr.level(), describe(fr)))
+            if len(frames) == MAX_FRAMES:
+                print("(more frames not shown: vmstack-fiber %d bt)" % f.id)
+            print("(vmstack-fiber %d COMMAND runs COMMAND in frame #%d, %s)" % (f.id, at.level(), frame_name(at) or "??"))
+
+        fiber_frames(inf, f, show)
+
+
+# ---- a guard hit under gdb ----
+
+def guard_hit(fibers, addr):
+    """(fiber, lowest address of its guard or None) when addr lies in the
+    guard below a fiber's stack; None otherwise.  Slots are [guard][stack]:
+    the guard of the lowest stack above addr.  Its size comes from the debug
+    information; without it, the gap down to the stack below, if a fiber
+    has it, bounds the guard, else the default guard size does."""
+    above = [f for f in fibers if f.base > addr]
+    if not above:
+        return None
+    f = min(above, key=lambda f: f.base)
+    below = [g.base + g.size for g in fibers if g.base <= addr]
+    low = max(below) if below else f.base - DEFAULT_GUARD
+    if f.guard is not None:
+        low = max(low, f.base - f.guard)
+    if low > addr or f.base - addr > MAX_GUARD:
+        return None
+    return f, (low if f.guard is not None else None)
+
+
+def segv_caught(inf):
+    """Whether the live process still catches SIGSEGV (None: unknown): vmstack's
+    handler gives the default action back once it has reported an abort."""
+    try:
+        with open("/proc/%d/status" % inf.pid) as status:
+            mask = next(line.split()[1] for line in status if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return None
+    return bool(int(mask, 16) & (1 << 10))  # SIGSEGV is 11
+
+
+def on_stop(event):
+    """At a SIGSEGV in a fiber's guard: which fiber, its stack and guard, and
+    what `continue` does; before vmstack's own handler has run."""
+    if not isinstance(event, gdb.SignalEvent) or event.stop_signal != "SIGSEGV":
+        return
+    try:
+        addr = int(gdb.parse_and_eval("$_siginfo._sifields._sigfault.si_addr"))
+        inf, fibers = collect()
+    except Exception:  # a program without vmstack, or half set up: the stop is gdb's alone
+        return
+    hit = guard_hit(fibers, addr)
+    if hit is None:
+        return
+    f, low = hit
+    guard = "its guard pages 0x%x-0x%x" % (low, f.base) if low is not None else "the guard pages below it"
+    print("vmstack: fiber %d '%s' on thread %s overflowed its stack 0x%x-0x%x: the access at 0x%x, %d bytes "
+          "below it, hit %s" % (f.id, f.name, thread_label(f.thread), f.base, f.base + f.size, addr, f.base - addr,
+                                guard))
+    if segv_caught(inf) is False:
+        print("vmstack: vmstack's handler has reported it already and gave SIGSEGV its default action: `continue` "
+              "ends the process (with a core dump); `vmstack-gcore FILE` takes a core now")
+    else:
+        print("vmstack: `continue` passes the SIGSEGV to vmstack, which reports the overflow and kills the fiber (or "
+              "aborts, as vms_set_overflow_policy says); `vmstack-fiber %d` shows its frames now" % f.id)
+
+
+gdb.events.stop.connect(on_stop)
 
 
 # ---- core files that keep every fiber's stack ----
 
 PAGE = 4096
 BLOCK = 1 << 20
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 1, 2
+_ZEROS = bytes(BLOCK)
+_libc = None
 _READ_FAILED = re.compile(r"Memory read failed for corefile section, \d+ bytes at (0x[0-9a-f]+)")
 
 
@@ -854,7 +1039,7 @@ def copy_readable(inf, out, vaddr, offset, size):
     missing = 0
 
     def put(at, data):
-        if data.count(0) != len(data):
+        if data != _ZEROS[:len(data)]:
             out.seek(offset + at)
             out.write(data)
 
@@ -873,6 +1058,65 @@ def copy_readable(inf, out, vaddr, offset, size):
     return missing
 
 
+def _punch(fd, offset, size):
+    """Deallocates [offset, offset + size) of the file fd, which then reads as zeros."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    if _libc.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, size):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def dig_holes(path):
+    """Punches holes over the all-zero pages of the file path, as
+    `fallocate --dig-holes` does: gcore writes every page it can read, also
+    the ones the process never touched (most of every stack), where the
+    kernel's own core leaves holes.  Returns the bytes it punched."""
+    punched = 0
+    fd = os.open(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        at = 0
+        while at < size:
+            try:
+                at = os.lseek(fd, at, os.SEEK_DATA) // PAGE * PAGE
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # holes only, up to the end
+                    break
+                raise
+            data = os.pread(fd, BLOCK, at)
+            if len(data) < PAGE:
+                break
+            if data == _ZEROS[:len(data)]:
+                runs = [(0, len(data) // PAGE * PAGE)]
+            else:
+                runs = _zero_runs(data)
+            for start, length in runs:
+                _punch(fd, at + start, length)
+                punched += length
+            at += len(data)
+    finally:
+        os.close(fd)
+    return punched
+
+
+def _zero_runs(data):
+    """(offset, length) of each run of whole all-zero pages in data."""
+    runs, start = [], None
+    view = memoryview(data)
+    for page in range(0, len(data) - PAGE + 1, PAGE):
+        if view[page:page + PAGE] == _ZEROS[:PAGE]:
+            start = page if start is None else start
+        elif start is not None:
+            runs.append((start, page - start))
+            start = None
+    if start is not None:
+        runs.append((start, len(data) // PAGE * PAGE - start))
+    return runs
+
+
 class GcoreCommand(gdb.Command):
     """Write a core file of the process that holds every fiber's stack.
 Usage: vmstack-gcore FILE
@@ -881,7 +1125,9 @@ mapping from the first block it cannot read whole; in vmstack's default
 guard mode (MADV_GUARD_INSTALL) the stacks and their guard pages share one
 mapping, so fiber stacks would be missing.  This runs gcore, then copies
 what gcore left out of those mappings, page by page around the guards,
-into FILE."""
+into FILE.  Pages of zeros, which gcore writes for every page the process
+never touched, are then holes of FILE, as in the kernel's own cores: FILE
+takes about the room of the memory in use."""
 
     def __init__(self):
         super().__init__("vmstack-gcore", gdb.COMMAND_FILES, gdb.COMPLETE_FILENAME)
@@ -908,8 +1154,14 @@ into FILE."""
                 offset, size = segments[vaddr]
                 missing += copy_readable(inf, out, vaddr, offset, size)
                 copied += size
-        print("vmstack-gcore: %s written; %d mapping%s copied again around guard pages (%d KiB, %d pages unreadable)"
-              % (path, len(failed), "" if len(failed) == 1 else "s", copied // 1024, missing))
+        try:
+            punched = dig_holes(path)
+        except OSError as e:
+            raise gdb.GdbError("vmstack-gcore: %s written, but its zeros stay on disk: fallocate: %s" % (path, e))
+        print("vmstack-gcore: %s written; %d mapping%s copied again around guard pages (%d KiB, %d pages unreadable); "
+              "%d KiB of zeros left as holes, %d KiB on disk"
+              % (path, len(failed), "" if len(failed) == 1 else "s", copied // 1024, missing, punched // 1024,
+                 os.stat(path).st_blocks // 2))
 
 
 InfoFibers()

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The program the gdb extension is tested on (test_gdb.sh): 1,000 fibers
- * that wait, each in one of three known functions, and one more fiber that
- * is running when gdb looks.
- *   gdb_fibers live      the last fiber calls gdb_fibers_stop(), where the
- *                        test's breakpoint stops the live process; then all
- *                        fibers end and the program exits 0
- *   gdb_fibers overflow  the last fiber recurses until it hits its guard,
- *                        under the abort policy: report, then death by
- *                        SIGSEGV with a core dump
- * The waiting fibers are parked until the last fiber wakes them.  Fiber i
- * (from 0) is named "waiter-i" and is parked in wait_{a,b,c}[i % 3].
+ * (or WAITERS, fewer) that wait, each in one of three known functions, and
+ * one more fiber that is running when gdb looks.
+ *   gdb_fibers live [WAITERS]      the last fiber calls gdb_fibers_stop(),
+ *                                  where the test's breakpoint stops the live
+ *                                  process; then all fibers end and the
+ *                                  program exits 0
+ *   gdb_fibers overflow [WAITERS]  the last fiber recurses until it hits its
+ *                                  guard, under the abort policy: report,
+ *                                  then death by SIGSEGV with a core dump
+ * The waiting fibers wait until the last fiber wakes them.  Fiber i (from 0)
+ * is named "waiter-i" and waits in wait_{a,b,c}[i % 3]: wait_a and wait_b
+ * park, wait_c receives from a channel (inside the library's static
+ * functions).  Each counts its rounds in a local, for `info locals`.
  */
 #include "vmstack.h"
 
@@ -23,18 +26,25 @@
 
 static volatile int done;
 static vms_fiber f[WAITERS + 1];
+static vms_chan chan;
 
 /* Three distinct functions, so that each fiber's backtrace says where it waits. */
-#define WAITER(fn)                                                                                 \
+#define WAITER(fn, wait)                                                                           \
     NOINLINE void *fn(void *arg)                                                                   \
     {                                                                                              \
-        while (!done)                                                                              \
-            vms_fiber_park();                                                                      \
+        volatile int rounds = 0;                                                                   \
+        int item;                                                                                  \
+                                                                                                   \
+        while (!done) {                                                                            \
+            wait;                                                                                  \
+            rounds++;                                                                              \
+        }                                                                                          \
+        (void)item;                                                                                \
         return arg;                                                                                \
     }
-WAITER(wait_a)
-WAITER(wait_b)
-WAITER(wait_c)
+WAITER(wait_a, vms_fiber_park())
+WAITER(wait_b, vms_fiber_park())
+WAITER(wait_c, vms_chan_recv(&chan, &item, -1))
 
 /* Where the live test's breakpoint stops the process. */
 NOINLINE void gdb_fibers_stop(void)
@@ -55,13 +65,16 @@ NOINLINE long overflow_here(long n)
     return overflow_here(n + 1) + pad[n & 255];
 }
 
+static int waiters = WAITERS;
+
 static void *last(void *mode)
 {
     if (strcmp(mode, "overflow") == 0)
         return (void *)overflow_here(0);
     gdb_fibers_stop();
     done = 1;
-    for (int i = 0; i < WAITERS; i++)
+    vms_chan_close(&chan);
+    for (int i = 0; i < waiters; i++)
         vms_fiber_wake(f[i]);
     return NULL;
 }
@@ -71,19 +84,24 @@ int main(int argc, char **argv)
     void *(*const fns[3])(void *) = {wait_a, wait_b, wait_c};
     char name[32];
 
-    if (argc != 2 || (strcmp(argv[1], "live") && strcmp(argv[1], "overflow"))) {
-        fprintf(stderr, "usage: gdb_fibers live|overflow\n");
+    if (argc < 2 || argc > 3 || (strcmp(argv[1], "live") && strcmp(argv[1], "overflow")) ||
+        (argc == 3 && ((waiters = atoi(argv[2])) < 1 || waiters > WAITERS))) {
+        fprintf(stderr, "usage: gdb_fibers live|overflow [WAITERS, at most %d]\n", WAITERS);
         return 2;
     }
     vms_set_overflow_policy(VMS_OVERFLOW_FIBER, VMS_OVERFLOW_ABORT);
-    for (int i = 0; i < WAITERS; i++) {
+    if (vms_chan_init(&chan, sizeof(int), 0)) {
+        fprintf(stderr, "gdb_fibers: %s\n", vms_last_error());
+        return 1;
+    }
+    for (int i = 0; i < waiters; i++) {
         snprintf(name, sizeof name, "waiter-%d", i);
         if (vms_fiber_spawn(&f[i], fns[i % 3], NULL, &(vms_fiber_opts){.name = name})) {
             fprintf(stderr, "gdb_fibers: %s\n", vms_last_error());
             return 1;
         }
     }
-    if (vms_fiber_spawn(&f[WAITERS], last, argv[1], &(vms_fiber_opts){.name = argv[1]})) {
+    if (vms_fiber_spawn(&f[waiters], last, argv[1], &(vms_fiber_opts){.name = argv[1]})) {
         fprintf(stderr, "gdb_fibers: %s\n", vms_last_error());
         return 1;
     }
@@ -91,8 +109,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "gdb_fibers: %s\n", vms_last_error());
         return 1;
     }
-    for (int i = 0; i <= WAITERS; i++)
+    for (int i = 0; i <= waiters; i++)
         vms_fiber_join(f[i], NULL);
+    vms_chan_destroy(&chan);
     puts("gdb_fibers: all fibers ended");
     return 0;
 }

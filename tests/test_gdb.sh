@@ -9,7 +9,15 @@
 # The cores: the kernel's when core_pattern names a file we can find (ulimit
 # -c raised here), and always one that the extension's vmstack-gcore writes
 # at the moment the kernel would have, both in the default guard mode: each
-# is checked the same way (each of the 1,000 waiting fibers' frames).
+# is checked the same way (each of the 1,000 waiting fibers' frames).  The
+# overflow under gdb stops at the guard hit, where the extension says which
+# fiber hit which guard and what `continue` does.  vmstack-gcore's core is
+# sparse: with 101 fibers, on disk at most 4 times the kernel's core.
+# Frames: the Frame column's "#N function" is the first frame outside
+# vmstack's own code (a receive from a channel shows the caller, not the
+# library's static wait_on), N is gdb's frame number, which vmstack-fiber's
+# backtrace prints and `vmstack-fiber ID frame N` selects, and `info locals`
+# (with debug information) shows that function's locals.
 # SCRIPT is the extension to `source`, or a build directory: then gdb must
 # auto-load the copy beside libvmstack.so there (the program is linked with
 # it), once the directory is a safe path.
@@ -27,7 +35,8 @@ else
   load="source $script"
 fi
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+made=
+trap 'rm -rf "$tmp" $made' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -59,11 +68,15 @@ gdb_batch() { # OUTPUT gdb-args...
   timeout 300 $run gdb -batch -nx -iex 'set debuginfod enabled off' -iex "$load" "$@" >"$out" 2>&1
 }
 
-# The kernel's core of the program, or nothing.
-kernel_core() {
+# The kernel's core of the program (process PID), or nothing.
+kernel_core() { # PID
   pattern=$(cat /proc/sys/kernel/core_pattern)
   case $pattern in '|'*) return ;; esac
-  case $pattern in /*) dir=$(dirname "$pattern") ;; *) dir=$tmp/run/$(dirname "$pattern") ;; esac
+  case $pattern in /*) ;; *) pattern=$tmp/run/$pattern ;; esac
+  # A name made of the pid alone: the file of that process.
+  name=$(printf '%s' "$pattern" | sed "s/%p/$1/g")
+  case $name in *%*) ;; *) [ -f "$name" ] && echo "$name"; [ -f "$name.$1" ] && echo "$name.$1"; return ;; esac
+  dir=$(dirname "$pattern")
   stem=$(basename "$pattern"); stem=${stem%%%*}
   # The guard probe's child dies by SIGSEGV too: the program's core is the largest.
   find "$dir" -maxdepth 1 -type f -name "${stem}*" -newer "$tmp/start" -printf '%s %p\n' 2>/dev/null |
@@ -75,24 +88,29 @@ kernel_core() {
 # taken in the guard mode of the environment (the default: MADV_GUARD_INSTALL
 # where the kernel has it).
 make_cores() {
-  mkdir "$tmp/run"; touch "$tmp/start"
-  (cd "$tmp/run" && ulimit -c unlimited 2>/dev/null; exec "$prog" overflow) >"$tmp/stdout" 2>"$tmp/stderr"
+  mkdir -p "$tmp/run"; touch "$tmp/start"
+  (cd "$tmp/run" && ulimit -c unlimited 2>/dev/null; exec "$prog" overflow "$@") >"$tmp/stdout" 2>"$tmp/stderr" &
+  pid=$!
+  wait $pid
   status=$?
   [ "$status" -eq 139 ] || fail "gdb_fibers overflow: exit status $status, not death by SIGSEGV (139)"
   grep -q "^vmstack: fiber 'overflow' (id [0-9]*) on thread" "$tmp/stderr" || fail "no overflow report"
   grep -qx "vmstack: aborting: the overflow policy for fibers is abort (vms_set_overflow_policy); vms_fiber_opts.stack_size sizes a fiber's stack" "$tmp/stderr" ||
     fail "the report does not end in why it aborts: $(cat "$tmp/stderr")"
-  cores=$(kernel_core)
+  cores=$(kernel_core $pid)
   if [ -n "$cores" ]; then
     echo "core file from the kernel: $cores"
+    # Named by the pid: ours, removed at the end.
+    case $cores in *$pid*) made="$made $cores" ;; esac
   else
     echo "kernel's core skipped: core_pattern '$(cat /proc/sys/kernel/core_pattern)' names no file here, or ulimit -c is 0"
   fi
   # First stop: the guard hit, passed to vmstack's handler, which reports and
   # restores the default action; second stop: the same fault, now fatal.
   # Plain gcore would lose every fiber stack beside a guard marker.
-  timeout 300 gdb -batch -nx -iex "$load" -ex run -ex continue -ex "vmstack-gcore $tmp/gcore" -ex kill \
-    --args "$prog" overflow >"$tmp/gcore.log" 2>&1
+  rm -f "$tmp/gcore"
+  timeout 300 gdb -batch -nx -iex "$load" -ex run -ex continue -ex 'info proc status' \
+    -ex "vmstack-gcore $tmp/gcore" -ex kill --args "$prog" overflow "$@" >"$tmp/gcore.log" 2>&1
   if [ -s "$tmp/gcore" ] && grep -q "^vmstack-gcore: $tmp/gcore written" "$tmp/gcore.log"; then
     grep "^vmstack-gcore:" "$tmp/gcore.log"
     cores="$cores $tmp/gcore"
@@ -101,24 +119,81 @@ make_cores() {
   fi
 }
 
+# At each of the two stops of the overflow under gdb ($tmp/gcore.log), the
+# extension names the fiber, the stack and the guard of vmstack's own report,
+# and says what `continue` does: first vmstack reports, then the process ends.
+check_guard_stop() {
+  log=$tmp/gcore.log
+  id=$(sed -n "s/^vmstack: fiber 'overflow' (id \([0-9]*\)) on thread.*/\1/p" "$log")
+  at=$(sed -n 's/^vmstack: BUG: stack guard page was hit at \(0x[0-9a-f]*\) (stack is \(0x[0-9a-f]*\)\.\.\(0x[0-9a-f]*\))$/\1 \2 \3/p' "$log")
+  guard=$(sed -n 's/^vmstack: stack .*, guard .* at \(0x[0-9a-f]*\)\.\.0x[0-9a-f]*; .*/\1/p' "$log")
+  set -- $at
+  if [ -z "$id" ] || [ $# -ne 3 ] || [ -z "$guard" ]; then fail "no overflow report under gdb"; cat "$log"; return; fi
+  what="its guard pages $guard-$2"
+  [ "$stripped" = stripped ] && what="the guard pages below it"
+  hit="vmstack: fiber $id 'overflow' on thread 1 [(][^)]*[)] overflowed its stack $2-$3: the access at $1, $(($2 - $1)) bytes below it, hit $what"
+  awk -v hit="^$hit\$" '
+    $0 ~ hit { hits++; next }
+    /^vmstack: `continue` passes the SIGSEGV to vmstack, which reports the overflow and kills the fiber/ { if (hits == 1 && !report) first = 1; next }
+    /^vmstack: BUG: stack guard page was hit/ { report = 1; next }
+    /^vmstack: vmstack.s handler has reported it already and gave SIGSEGV its default action: `continue` ends the process/ { if (hits == 2 && report) second = 1 }
+    END { exit !(hits == 2 && first && second) }' "$log" ||
+    { fail "the guard hit under gdb is not explained at both stops (want: $hit)"; grep "^vmstack" "$log"; }
+}
+
+# vmstack-gcore's core of gdb_fibers with 101 fibers is sparse: on disk at
+# most 4 times the kernel's core of the same program, or without one, 4
+# times the resident memory of the process it was taken of.
+check_gcore_size() {
+  make_cores 100
+  set -- $cores
+  [ $# -ge 1 ] || return
+  mine=$(du -k "$tmp/gcore" | cut -f1)
+  if [ $# -eq 2 ]; then
+    kernel=$(du -k "$1" | cut -f1) against="the kernel's core ($1)"
+  else
+    kernel=$(awk '$1 == "VmRSS:" { print $2 }' "$tmp/gcore.log") against="the resident memory"
+  fi
+  echo "vmstack-gcore of 101 fibers: $mine KiB on disk; $against: $kernel KiB"
+  [ -n "$kernel" ] && [ "$mine" -le $((4 * kernel)) ] || fail "vmstack-gcore takes $mine KiB on disk, more than 4 times $kernel KiB"
+}
+
 # The checks on one gdb session's output, OUT; RUNNING is the last fiber's name.
 check_listing() {
   out=$1 running=$2
   n=$(grep -c "^[ *] [0-9]" "$out")
   [ "$n" -eq 1001 ] || fail "info vmstack-fibers listed $n fibers, not 1001"
   grep -q "^1001 fibers$" "$out" || fail "no '1001 fibers' line"
-  # waiter-i is parked in wait_a, wait_b or wait_c by i % 3.
+  # waiter-i is parked in wait_a, wait_b or wait_c by i % 3, gdb's frame N.
   bad=$(awk '{ sub(/^\*/, " ") } $2 ~ /^waiter-/ { i = substr($2, 8); want = "wait_" substr("abc", i % 3 + 1, 1)
-               if ($3 != "parked" || $0 !~ (" " want "( at | from |$)")) print }' "$out" | head -3)
+               if ($3 != "parked" || $0 !~ (" #[0-9]+ " want "( at | from |$)")) print }' "$out" | head -3)
   [ -z "$bad" ] || fail "waiters with a wrong state or frame: $bad"
   w=$(awk '$2 ~ /^waiter-/' "$out" | wc -l)
   [ "$w" -eq 1000 ] || fail "$w waiters listed, not 1000"
-  grep -Eq "^\* [0-9]+ +$running +running +1 \(" "$out" || fail "fiber '$running' is not listed as running on thread 1"
+  # Its frame: gdb's #0, where it stopped (in the guard, overflowing, or at the breakpoint).
+  grep -Eq "^\* [0-9]+ +$running +running +1 \(.* #0 (overflow_here|gdb_fibers_stop)( |$)" "$out" ||
+    fail "fiber '$running' is not listed as running on thread 1 in frame #0"
 }
 
 check_fiber_bt() { # OUT FUNCTION
   awk '/^fiber [0-9]+ .waiter-/ { on = 1; next } on && /^#/ { print } on && !/^#/ { on = 0 }' "$1" |
     grep -q " $2 (" || fail "vmstack-fiber shows no frame in $2"
+}
+
+# The Frame column of fiber ID in the listing LIST: "N FUNCTION" of its "#N FUNCTION".
+frame_of() { # LIST ID
+  awk -v id="$2" '{ sub(/^\*/, " ") } $1 == id { for (i = 2; i < NF; i++) if ($i ~ /^#[0-9]+$/) { print substr($i, 2), $(i + 1); exit } }' "$1"
+}
+
+# OUT holds `vmstack-fiber ID`, `vmstack-fiber ID frame N` and `vmstack-fiber
+# ID info locals`, N from the listing: the backtrace prints FUNCTION as #N,
+# says commands run there, `frame N` selects it and `info locals` shows its
+# local (not without debug information).
+check_frame() { # OUT ID N FUNCTION
+  grep -Eq "^#$3 +$4 \(" "$1" || fail "vmstack-fiber $2 does not print $4 as #$3: $(grep -m1 " $4 (" "$1")"
+  grep -qxF "(vmstack-fiber $2 COMMAND runs COMMAND in frame #$3, $4)" "$1" || fail "vmstack-fiber $2: no frame #$3 for commands"
+  [ "$(grep -Ec "^#$3 +(0x[0-9a-f]+ in )?$4 \(" "$1")" -eq 2 ] || fail "vmstack-fiber $2 frame $3 does not select $4"
+  [ "$stripped" = stripped ] || grep -Eqx "rounds = [0-9]+" "$1" || fail "vmstack-fiber $2 info locals shows no locals of $4"
 }
 
 ids_of() { # OUT NAME: the id the listing gives the fiber NAME
@@ -162,12 +237,17 @@ core)
     gdb_batch "$tmp/o" -ex "vmstack-fiber $o" "$prog" "$core"
     gdb_batch "$tmp/o.dwarf" -ex "vmstack-fiber $o" "$orig" "$core"; same_bt "$tmp/o" "$tmp/o.dwarf"
   fi
-  gdb_batch "$tmp/b" -ex "vmstack-fiber $b" "$prog" "$core"; check_fiber_bt "$tmp/b" wait_c
+  set -- $(frame_of "$tmp/list" "$b")
+  gdb_batch "$tmp/b" -ex "vmstack-fiber $b" -ex "vmstack-fiber $b frame ${1:-0}" -ex "vmstack-fiber $b info locals" \
+    "$prog" "$core"
+  check_fiber_bt "$tmp/b" wait_c; check_frame "$tmp/b" "$b" "${1:-0}" "${2:-?}"
   gdb_batch "$tmp/c" -ex "vmstack-fiber $c" "$prog" "$core"; check_fiber_bt "$tmp/c" wait_b
   gdb_batch "$tmp/g" -ex 'info vmstack-fibers --group' "$prog" "$core"
   grep -q "^1001 fibers in 4 groups$" "$tmp/g" || fail "--group did not find the 4 distinct backtraces"
   grep -q "^334 fibers (parked)" "$tmp/g" || fail "--group: no group of 334 parked fibers"
   done
+  check_guard_stop
+  check_gcore_size
   ;;
 live)
   # After the fiber commands, the thread's own frames must be back: bt 1
@@ -179,6 +259,11 @@ live)
   check_fiber_bt "$tmp/list" wait_b
   grep -q "^#0  gdb_fibers_stop () at\|^#0  0x[0-9a-f]* in gdb_fibers_stop ()$" "$tmp/list" ||
     fail "the thread's own frames are not back after vmstack-fiber"
+  c=$(ids_of "$tmp/list" waiter-500)
+  set -- $(frame_of "$tmp/list" "$c")
+  gdb_batch "$tmp/frame" -ex 'break gdb_fibers_stop' -ex run -ex "vmstack-fiber $c" -ex "vmstack-fiber $c frame ${1:-0}" \
+    -ex "vmstack-fiber $c info locals" -ex kill --args "$prog" live
+  check_frame "$tmp/frame" "$c" "${1:-0}" "${2:-?}"
   if [ "$stripped" = stripped ]; then
     for p in "$prog" "$orig"; do
       gdb_batch "$tmp/bt.$(basename "$p")" -ex 'break gdb_fibers_stop' -ex run -ex 'vmstack-fiber 2' \
