@@ -26,7 +26,6 @@
 #include "trace/dw.h"
 
 #include <dwarf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -244,9 +243,17 @@ static bool is_code(const struct dead *d, uintptr_t a, size_t n)
     return false;
 }
 
+/* read_exec's list as it grows: the scan and the room in d->exec. */
+struct exec_list {
+    struct dead *d;
+    size_t cap;
+};
+
 /* The executable ranges of one "lo-hi perms ..." line of /proc/self/maps. */
-static void exec_line(struct dead *d, const char *l, size_t *cap)
+static void exec_line(const char *l, void *ctx)
 {
+    struct exec_list *x = ctx;
+    struct dead *d = x->d;
     char *e;
     uintptr_t lo = strtoul(l, &e, 16), hi;
 
@@ -255,13 +262,13 @@ static void exec_line(struct dead *d, const char *l, size_t *cap)
     hi = strtoul(e + 1, &e, 16);
     if (e[0] != ' ' || !e[1] || !e[2] || e[3] != 'x')
         return;
-    if (d->nexec == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
+    if (d->nexec == x->cap) {
+        size_t c = x->cap ? 2 * x->cap : 64;
         struct range *r = realloc(d->exec, c * sizeof *r);
         if (!r)
             return;
         d->exec = r;
-        *cap = c;
+        x->cap = c;
     }
     d->exec[d->nexec++] = (struct range){lo, hi};
 }
@@ -275,27 +282,9 @@ static void exec_line(struct dead *d, const char *l, size_t *cap)
 static void read_exec(struct dead *d)
 {
     char buf[4096];
-    size_t have = 0, cap = 0;
-    ssize_t got;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    struct exec_list x = { d, 0 };
 
-    if (fd < 0)
-        return;
-    while ((got = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
-        char *l = buf, *nl;
-        have += (size_t)got;
-        buf[have] = 0;
-        while ((nl = strchr(l, '\n'))) {
-            *nl = 0;
-            exec_line(d, l, &cap);
-            l = nl + 1;
-        }
-        have -= (size_t)(l - buf);
-        memmove(buf, l, have);
-        if (have == sizeof buf - 1)
-            have = 0; /* a line longer than the buffer: a path, after the fields read */
-    }
-    close(fd);
+    vms__os_maps_each(buf, sizeof buf, exec_line, &x);
 }
 
 /* Whether v points into compiled code that is in no module (JIT). */
