@@ -415,26 +415,21 @@ __attribute__((constructor)) static void lock_at_fork(void)
  * No separate debug files: the unwinding needs only .eh_frame and the
  * modules' own symbol tables, and opening a debug package's file (libc6-dbg:
  * megabytes of compressed DWARF) would cost every traced process tens of
- * milliseconds.
+ * milliseconds.  libdwfl's lookup by build id (never debuginfod) searches
+ * only the absolute directories of debuginfo_path, and this one names none.
+ * The callbacks outlive the session (libdwfl keeps a pointer); filled once
+ * libdw is open.
  */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                        char **debuginfo_file_name)
-{
-    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
-    (void)debuglink_crc, (void)debuginfo_file_name;
-    return -1;
-}
-
-/* The callbacks outlive the session (libdwfl keeps a pointer); filled once libdw is open. */
 static Dwfl *open_dwfl(void)
 {
-    static Dwfl_Callbacks cb = {.find_debuginfo = no_debuginfo};
+    static char empty[1], *no_dirs = empty;
+    static Dwfl_Callbacks cb = {.debuginfo_path = &no_dirs};
     Dwfl *d;
 
     if (!vms__dw_open())
         return NULL;
     cb.find_elf = DW(dwfl_linux_proc_find_elf);
+    cb.find_debuginfo = DW(dwfl_build_id_find_debuginfo);
     d = DW(dwfl_begin)(&cb);
 
     if (d && (vms__dw_report_loaded(d) || DW(dwfl_report_end)(d, NULL, NULL))) {
