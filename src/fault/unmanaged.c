@@ -58,15 +58,15 @@ static void mapping_line(const char *l, void *ctx)
     if (*l++ != '-')
         return;
     hi = hex_at(&l);
-    if (*l == ' ' && l[2] == 'w' && lo > addr && (!f->hi || lo < f->lo)) {
-        f->lo = lo; /* the nearest writable mapping above the access: the stack that ran out */
-        f->hi = hi;
+    if (*l == ' ' && l[2] == 'w' && lo > addr && (!f->stack.hi || lo < f->stack.lo)) {
+        f->stack.lo = lo; /* the nearest writable mapping above the access: the stack that ran out */
+        f->stack.hi = hi;
     }
     if (lo <= addr && addr < hi)
-        f->guard_lo = lo; /* the access was in a mapping of its own (a guard): where it starts */
+        f->stack.guard_lo = lo; /* the access was in a mapping of its own (a guard): where it starts */
 }
 
-/* The stack mapping above addr (f->lo, f->hi), from /proc/self/maps; none when it cannot be read. */
+/* The stack mapping above addr (f->stack.lo, f->stack.hi), from /proc/self/maps; none when it cannot be read. */
 static void find_mapping(uintptr_t addr, struct vms_fault *f)
 {
     char buf[512];
