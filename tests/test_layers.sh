@@ -5,7 +5,8 @@
 # layer or one below it (docs/internals.md); no code but
 # src/arch's names a register; and the shared library exports only the
 # API: vms_* and the C++ names (vmstack::), nothing that would replace
-# another library's function in every program linked with it.
+# another library's function in every program linked with it; no function
+# in src/ or tools/ takes more than 6 parameters.
 # usage: test_layers.sh SRC_DIR SHARED_LIB OBJ_DIR...   (OBJ_DIR: where CMake put src/<layer>/*.o)
 set -u
 src=$1 lib=$2; shift 2
@@ -82,6 +83,74 @@ for f in "$src"/*/*.[ch] "$src"/*/*/*.[ch] "$src"/../include/*.h "$src"/../inclu
 done > "${TMPDIR:-/tmp}/regs.$$"
 fails_in "${TMPDIR:-/tmp}/regs.$$"
 
+# Parameters: no function defined in src/ or tools/ takes more than 6 (a
+# record passed whole instead).  A definition is a "name(...)" followed by
+# its body at file level (or in a namespace), read with comments, literals,
+# attributes and preprocessor lines left out.
+params=$(python3 - "$src" "$src/../tools" <<'EOF'
+import os, re, sys
+
+def blank(t):
+    t = re.sub(r'/\*.*?\*/|//[^\n]*|"(\\.|[^"\\\n])*"|\'(\\.|[^\'\\\n])*\'',
+               lambda m: re.sub(r'[^\n]', ' ', m.group(0)), t, flags=re.S)
+    t = re.sub(r'^[ \t]*#(.*\\\n)*.*$', lambda m: '\n' * m.group(0).count('\n'), t, flags=re.M)
+    return re.sub(r'__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)', ' ', t)
+
+def count(p):
+    p, depth, n = p.strip(), 0, 1
+    for c in p:
+        depth += (c in '([{<') - (c in ')]}>')
+        n += c == ',' and depth == 0
+    return 0 if p in ('', 'void') else n
+
+def params(head):
+    """The parameter list when head, the text before a '{' at file level, opens a function's body."""
+    depth, groups = 0, []
+    for i, c in enumerate(head):
+        if c == '(' and depth == 0:
+            start = i + 1
+        depth += (c == '(') - (c == ')')
+        if c == ')' and depth == 0:
+            groups.append((start, i))
+    if not groups or '=' in head[:groups[0][0]] or head[groups[-1][1] + 1:].strip() not in ('', 'const', 'noexcept'):
+        return None
+    for s, e in groups:
+        m = re.search(r'([A-Za-z_]\w*)\s*\($', head[:s])
+        if m and m.group(1) not in ('if', 'while', 'for', 'switch', 'return', 'sizeof'):
+            return m.group(1), head[s:e]
+    return None
+
+seen = 0
+for root in sys.argv[1:]:
+    for dp, _, names in sorted(os.walk(root)):
+        for f in sorted(n for n in names if n.endswith(('.c', '.h', '.cpp'))):
+            path = os.path.join(dp, f)
+            t = blank(open(path, encoding='utf-8', errors='replace').read())
+            depth = start = 0
+            for i, c in enumerate(t):
+                if c in ';}' and depth == 0:
+                    start = i + 1
+                if c == '{' and depth == 0:
+                    head = t[start:i]
+                    if re.search(r'(namespace\s*\w*|extern\s*"\s*")\s*$', head):
+                        start = i + 1
+                        continue  # its inside is at file level too
+                    d = params(head)
+                    if d:
+                        seen += 1
+                        if count(d[1]) > 6:
+                            line = t.count('\n', 0, start + len(head) - len(head.lstrip())) + 1
+                            print(f'FAIL: {os.path.relpath(path, sys.argv[1] + "/..")}:{line}: '
+                                  f'{d[0]} takes {count(d[1])} parameters (at most 6)', file=sys.stderr)
+                depth += (c == '{') - (c == '}' and depth > 0)
+                if c == '}' and depth == 0:
+                    start = i + 1
+print(seen)
+EOF
+) 2> "${TMPDIR:-/tmp}/params.$$"
+fails_in "${TMPDIR:-/tmp}/params.$$"
+[ "${params:-0}" -gt 500 ] || fail "only ${params:-0} function definitions found in src/ and tools/: parser broken?"
+
 # Calls: each object's undefined symbols of ours are defined in its layer or below.
 defs=$(mktemp) || exit 1
 trap 'rm -f "$defs"' EXIT
@@ -111,4 +180,4 @@ for s in $(echo "$exports" | grep -Ev '^(vms_|_ZN7vmstack|__odr_asan)'); do
     fail "$(basename "$lib") exports $s, which is not the API"
 done
 [ "$fails" = 0 ] || exit 1
-echo "layers: includes and $checked cross-file references go downward; registers only in src/arch; $(basename "$lib") exports $(echo "$exports" | wc -l) symbols, all the API"
+echo "layers: includes and $checked cross-file references go downward; registers only in src/arch; $params functions, none with more than 6 parameters; $(basename "$lib") exports $(echo "$exports" | wc -l) symbols, all the API"

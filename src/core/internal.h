@@ -226,6 +226,14 @@ int vms__os_release(void *addr, size_t bytes);
 void *vms__os_alloc(size_t bytes);
 vms_guard_mode vms__os_probe_guard(vms_guard_mode wanted);
 long vms__os_count_vmas(void);
+/*
+ * Calls line(l, ctx) for each line of /proc/self/maps, NUL-terminated,
+ * read with plain syscalls into the caller's buf of cap bytes (its frame
+ * is the caller's choice: a signal handler's is small).  A line longer
+ * than buf is dropped.  Nothing when the file cannot be opened.
+ * Async-signal-safe when line is.
+ */
+void vms__os_maps_each(char *buf, size_t cap, void (*line)(const char *l, void *ctx), void *ctx);
 long vms__os_max_map_count(void);
 /* At least this much, whatever the kernel says: an x86-64 frame with AVX-512 state, the red zone. */
 #define VMS_SIGFRAME_MIN ((size_t)16 << 10)

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -215,6 +216,31 @@ long vms__os_count_vmas(void)
             n += buf[i] == '\n';
     close(fd);
     return n;
+}
+
+void vms__os_maps_each(char *buf, size_t cap, void (*line)(const char *l, void *ctx), void *ctx)
+{
+    size_t have = 0;
+    ssize_t got;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    while ((got = read(fd, buf + have, cap - 1 - have)) > 0) {
+        char *l = buf, *nl;
+        have += (size_t)got;
+        buf[have] = '\0';
+        while ((nl = memchr(l, '\n', have - (size_t)(l - buf)))) {
+            *nl = '\0';
+            line(l, ctx);
+            l = nl + 1;
+        }
+        have -= (size_t)(l - buf);
+        memmove(buf, l, have);
+        if (have == cap - 1)
+            have = 0; /* a line longer than the buffer: what was read of it is dropped */
+    }
+    close(fd);
 }
 
 long vms__os_max_map_count(void)

@@ -90,25 +90,38 @@ int vms__altstack_kernel(const stack_t *ss, stack_t *old)
 
 /* ---- classification ---- */
 
-/* The live task whose stack holds addr, if any. */
-static bool task_at(uintptr_t addr, struct vms_task *out)
+/* The top of a live slot's stack: where the part its user sees ends (vms_task.size). */
+static uintptr_t slot_top(uintptr_t base, const struct vms_task *task, const struct vms_region *r)
+{
+    return base + (task->size ? task->size : r->stack_size);
+}
+
+/* A slot's stack, and its task when the slot is live. */
+static void slot_stack(const struct vms_region *r, size_t slot, struct vms_stack_task *st)
+{
+    const struct vms_slot *s = &r->slots[slot];
+
+    st->lo = (uintptr_t)vms__slot_base(r, slot);
+    st->hi = st->lo + r->stack_size;
+    st->guard_lo = st->lo - r->guard_size;
+    st->owned = (uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) == VMS_SLOT_LIVE;
+    if (st->owned) {
+        st->task = s->task;
+        st->hi = slot_top(st->lo, &st->task, r);
+    }
+}
+
+/* The live stack whose usable bytes hold addr, and its task: false (out->owned too) when none. */
+static bool stack_at(uintptr_t addr, struct vms_stack_task *out)
 {
     struct vms_loc loc;
-    struct vms_reg_hit hit;
 
     vms__locate((const void *)addr, &loc);
-    if (loc.where == VMS_AT_STACK) {
-        if ((uint32_t)atomic_load_explicit(&loc.region->slots[loc.slot].state, memory_order_acquire) !=
-            VMS_SLOT_LIVE)
-            return false;
-        *out = loc.region->slots[loc.slot].task;
-        return true;
-    }
-    if (loc.where == VMS_AT_NONE && vms__registry_find(addr, &hit) && addr >= hit.lo) {
-        *out = hit.task;
-        return true;
-    }
-    return false;
+    if (loc.where == VMS_AT_STACK)
+        slot_stack(loc.region, loc.slot, out);
+    else
+        out->owned = loc.where == VMS_AT_NONE && vms__registry_find(addr, out) && addr >= out->lo;
+    return out->owned;
 }
 
 /*
@@ -119,11 +132,11 @@ static bool task_at(uintptr_t addr, struct vms_task *out)
  */
 static bool sp_overflowed(const struct vms_fault *f)
 {
-    struct vms_task other;
+    struct vms_stack_task other;
 
-    if (f->sp >= f->guard_lo && f->sp < f->hi)
+    if (f->sp >= f->stack.guard_lo && f->sp < f->stack.hi)
         return true;
-    return f->sp < f->guard_lo && f->guard_lo - f->sp <= SP_SLACK && !task_at(f->sp, &other);
+    return f->sp < f->stack.guard_lo && f->stack.guard_lo - f->sp <= SP_SLACK && !stack_at(f->sp, &other);
 }
 
 /*
@@ -138,24 +151,13 @@ static void tid_here(struct vms_task *t)
         t->id = (uint64_t)gettid();
 }
 
-/* The top of a live slot's stack: where the part its user sees ends (vms_task.size). */
-static uintptr_t slot_top(uintptr_t base, const struct vms_task *task, const struct vms_region *r)
-{
-    return base + (task->size ? task->size : r->stack_size);
-}
-
-/* The stack of the task running on this thread, when it is a vmstack stack. */
-struct runner {
-    struct vms_task *task;
-    uintptr_t lo, hi, guard;
-};
-
 /*
- * A fiber, when one runs here; else the thread itself, on a vmstack
+ * The stack of the task running on this thread, when it is a vmstack
+ * stack: a fiber, when one runs here; else the thread itself, on a vmstack
  * thread stack: glibc keeps the thread's descriptor, pthread_self(), at
  * the top of the stack it was given (a thread-pointer read, signal-safe).
  */
-static bool runner_here(struct runner *r)
+static bool runner_here(struct vms_stack_task *r)
 {
     struct vms_fiber_desc *cur = vms__fiber_current();
     const void *on = cur ? (const void *)cur->base : (const void *)pthread_self();
@@ -168,19 +170,20 @@ static bool runner_here(struct runner *r)
     if (loc.where != VMS_AT_STACK)
         return false;
     s = &loc.region->slots[loc.slot];
-    r->guard = loc.region->guard_size;
     if (cur) {
-        r->task = cur->task;
+        r->task = *cur->task;
         r->lo = (uintptr_t)cur->base;
         r->hi = r->lo + cur->size;
-        return true;
+    } else {
+        if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE ||
+            s->task.kind != VMS_TASK_THREAD)
+            return false;
+        r->task = s->task;
+        r->lo = (uintptr_t)s->base;
+        r->hi = slot_top(r->lo, &s->task, loc.region);
     }
-    if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE ||
-        s->task.kind != VMS_TASK_THREAD)
-        return false;
-    r->task = &s->task;
-    r->lo = (uintptr_t)s->base;
-    r->hi = slot_top(r->lo, &s->task, loc.region);
+    r->guard_lo = r->lo - loc.region->guard_size;
+    r->owned = true;
     return true;
 }
 
@@ -194,25 +197,16 @@ static bool runner_here(struct runner *r)
  */
 static bool runner_jumped(struct vms_fault *f)
 {
-    struct runner r;
-    uintptr_t guard_lo;
+    struct vms_stack_task r;
 
-    if (!runner_here(&r) || r.lo == f->lo)
+    if (!runner_here(&r) || r.lo == f->stack.lo)
         return false;
-    guard_lo = r.lo - r.guard;
-    if (f->sp >= guard_lo || f->addr >= guard_lo || guard_lo - f->sp > SP_SLACK + (r.hi - r.lo))
+    if (f->sp >= r.guard_lo || f->addr >= r.guard_lo || r.guard_lo - f->sp > SP_SLACK + (r.hi - r.lo))
         return false;
     f->landed = true;
-    f->landed_owned = f->owned;
-    f->landed_task = f->owner;
-    f->landed_lo = f->lo;
-    f->landed_hi = f->hi;
-    f->owned = true;
-    f->owner = *r.task;
-    tid_here(&f->owner);
-    f->lo = r.lo;
-    f->hi = r.hi;
-    f->guard_lo = guard_lo;
+    f->landed_in = f->stack;
+    f->stack = r;
+    tid_here(&f->stack.task);
     f->cls = VMS_FAULT_OVERFLOW;
     return true;
 }
@@ -225,40 +219,29 @@ static bool runner_jumped(struct vms_fault *f)
  */
 static bool own_altstack(const struct vms_fault *f)
 {
-    return f->owner.kind == VMS_TASK_ALTSTACK && f->lo == (uintptr_t)vms__altstack_own.lo;
+    return f->stack.task.kind == VMS_TASK_ALTSTACK && f->stack.lo == (uintptr_t)vms__altstack_own.lo;
 }
 
 static bool classify_guard(struct vms_fault *f, bool below_stack)
 {
-    bool overflowed = f->owned && below_stack && sp_overflowed(f);
+    bool overflowed = f->stack.owned && below_stack && sp_overflowed(f);
 
     if (!(overflowed && own_altstack(f)) && runner_jumped(f))
         return true;
     if (overflowed) {
         f->cls = VMS_FAULT_OVERFLOW;
-        tid_here(&f->owner);
+        tid_here(&f->stack.task);
         return true;
     }
     f->cls = VMS_FAULT_WILD;
-    f->by_known = task_at(f->sp, &f->by);
-    if (f->by_known)
-        tid_here(&f->by);
+    if (stack_at(f->sp, &f->by))
+        tid_here(&f->by.task);
     return true;
 }
 
 static bool classify_slot(struct vms_fault *f, const struct vms_loc *loc)
 {
-    struct vms_region *r = loc->region;
-    struct vms_slot *s = &r->slots[loc->slot];
-
-    f->lo = (uintptr_t)vms__slot_base(r, loc->slot);
-    f->hi = f->lo + r->stack_size;
-    f->guard_lo = f->lo - r->guard_size;
-    f->owned = (uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) == VMS_SLOT_LIVE;
-    if (f->owned) {
-        f->owner = s->task;
-        f->hi = slot_top(f->lo, &f->owner, r);
-    }
+    slot_stack(loc->region, loc->slot, &f->stack);
     return classify_guard(f, loc->where == VMS_AT_GUARD_BELOW);
 }
 
@@ -276,28 +259,24 @@ static bool classify_inner(struct vms_fault *f, const struct vms_loc *loc)
 
     if ((uint32_t)atomic_load_explicit(&s->state, memory_order_acquire) != VMS_SLOT_LIVE || !s->task.inner_len)
         return false;
-    f->owner = s->task;
-    lo = base + f->owner.inner_off;
-    if (f->addr < lo || f->addr >= lo + f->owner.inner_len)
+    f->stack.task = s->task;
+    lo = base + f->stack.task.inner_off;
+    if (f->addr < lo || f->addr >= lo + f->stack.task.inner_len)
         return false;
-    f->guard_lo = lo;
-    f->lo = lo + f->owner.inner_len;
-    f->hi = slot_top(base, &f->owner, r);
-    f->owned = true;
+    f->stack.guard_lo = lo;
+    f->stack.lo = lo + f->stack.task.inner_len;
+    f->stack.hi = slot_top(base, &f->stack.task, r);
+    f->stack.owned = true;
     return classify_guard(f, true);
 }
 
 static bool classify_foreign(struct vms_fault *f)
 {
-    struct vms_reg_hit hit;
+    struct vms_stack_task hit; /* not in f->stack: the unmanaged classification wants it empty */
 
     if (!vms__registry_find(f->addr, &hit) || f->addr >= hit.lo)
         return false;
-    f->lo = hit.lo;
-    f->hi = hit.hi;
-    f->guard_lo = hit.guard_lo;
-    f->owned = true;
-    f->owner = hit.task;
+    f->stack = hit;
     return classify_guard(f, true);
 }
 
@@ -406,7 +385,7 @@ static vms_overflow_task task_kind(const struct vms_task *t)
 
 static vms_overflow_policy default_policy(const struct vms_fault *f, vms_overflow_task t)
 {
-    return t == VMS_OVERFLOW_FIBER || (t == VMS_OVERFLOW_STACK && f->owner.on_overflow) ? VMS_OVERFLOW_KILL
+    return t == VMS_OVERFLOW_FIBER || (t == VMS_OVERFLOW_STACK && f->stack.task.on_overflow) ? VMS_OVERFLOW_KILL
                                                                                          : VMS_OVERFLOW_ABORT;
 }
 
@@ -414,7 +393,7 @@ static vms_overflow_policy ask_callback(const struct vms_fault *f, vms_overflow_
                                         const struct vms_sbuf *b)
 {
     vms_overflow_fn fn = atomic_load_explicit(&policy_fn, memory_order_acquire);
-    char name[sizeof f->owner.name + 1];
+    char name[sizeof f->stack.task.name + 1];
     vms_overflow ov;
 
     if (!fn)
@@ -426,7 +405,7 @@ static vms_overflow_policy ask_callback(const struct vms_fault *f, vms_overflow_
 /* A stack whose runtime gave it an overflow handler: a kill ends the coroutine through it. */
 static bool kills_stack(const struct vms_fault *f)
 {
-    return f->owner.kind == VMS_TASK_STACK && f->owner.on_overflow;
+    return f->stack.task.kind == VMS_TASK_STACK && f->stack.task.on_overflow;
 }
 
 /*
@@ -439,16 +418,16 @@ static enum vms_outcome kill_outcome(const struct vms_fault *f)
 
     if (kills_stack(f))
         return VMS_OUT_KILL_STACK;
-    if (f->owner.kind != VMS_TASK_FIBER)
+    if (f->stack.task.kind != VMS_TASK_FIBER)
         return VMS_OUT_UNKILLABLE;
     cur = vms__fiber_current();
-    return cur && (uintptr_t)cur->base == f->lo ? VMS_OUT_KILL_FIBER : VMS_OUT_UNKILLABLE;
+    return cur && (uintptr_t)cur->base == f->stack.lo ? VMS_OUT_KILL_FIBER : VMS_OUT_UNKILLABLE;
 }
 
 static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
 {
     enum vms_outcome o;
-    vms_overflow_task t = task_kind(&f->owner);
+    vms_overflow_task t = task_kind(&f->stack.task);
     vms_overflow_policy p = atomic_load_explicit(&policy[t], memory_order_relaxed);
 
     if (p == VMS_OVERFLOW_DEFAULT)
@@ -469,7 +448,7 @@ static enum vms_outcome decide(struct vms_fault *f, const struct vms_sbuf *b)
 /* The context returns into vms__fiber_kill_current(KILLED_OVERFLOW) near the stack's top. */
 static void redirect_to_kill(const struct vms_fault *f)
 {
-    vms__uc_redirect(f->uc, f->hi - KILL_FRAME_GAP, vms__fiber_kill_current, VMS_FIBER_KILLED_OVERFLOW);
+    vms__uc_redirect(f->uc, f->stack.hi - KILL_FRAME_GAP, vms__fiber_kill_current, VMS_FIBER_KILLED_OVERFLOW);
 }
 
 /*
@@ -516,7 +495,7 @@ static void handler_returned(const struct vms_fault *f)
     struct vms_sbuf b = {text, sizeof text, 0};
 
     vms__sb_str(&b, "vmstack: the overflow handler of stack '");
-    vms__sb_name(&b, f->owner.name, sizeof f->owner.name);
+    vms__sb_name(&b, f->stack.task.name, sizeof f->stack.task.name);
     vms__sb_str(&b, "' returned: aborting\n");
     vms__report_emit(text, b.len);
 }
@@ -537,8 +516,8 @@ static void handle(struct vms_fault *f, siginfo_t *si)
     /* Before the report, which demangles only where a kill could be safe, and the policy. */
     vms__kill_check(f, &f->kc, kills_stack(f));
     /* Before the report and the policy: a policy callback may look at the mark. */
-    if (f->landed && f->landed_owned)
-        vms__stack_taint((const void *)f->landed_lo);
+    if (f->landed && f->landed_in.owned)
+        vms__stack_taint((const void *)f->landed_in.lo);
     vms__report_begin(&b);
     vms__report_body(&b, f);
     if (f->cls == VMS_FAULT_OVERFLOW) {
@@ -554,7 +533,7 @@ static void handle(struct vms_fault *f, siginfo_t *si)
         redirect_to_kill(f);
         return;
     }
-    if (o == VMS_OUT_KILL_STACK && f->owner.handler_on_stack) {
+    if (o == VMS_OUT_KILL_STACK && f->stack.task.handler_on_stack) {
         vms__foreign_redirect(f, &b);
         return;
     }

@@ -44,6 +44,16 @@ struct vms_kill_check {
     const char *module;  /* its module */
     uintptr_t outer_sp;  /* a stack's chain, followed: the stack pointer in its outermost frame */
 };
+/*
+ * A stack and its task, the one shape the fault layer passes around:
+ * usable bytes [lo, hi), its guard [guard_lo, lo), and while the stack is
+ * live (owned) a copy of its task's record.
+ */
+struct vms_stack_task {
+    uintptr_t lo, hi, guard_lo;
+    bool owned;
+    struct vms_task task;
+};
 /* What the handler found, for the report. */
 enum vms_fault_class { VMS_FAULT_NOT_OURS = 0, VMS_FAULT_OVERFLOW, VMS_FAULT_WILD, VMS_FAULT_UNMANAGED };
 
@@ -52,16 +62,11 @@ struct vms_fault {
     enum vms_fault_class cls;
     uintptr_t addr;               /* the faulting address */
     uintptr_t ip, sp, bp;         /* the interrupted context */
-    uintptr_t lo, hi, guard_lo;   /* the stack whose guard was hit: [lo, hi), guard [guard_lo, lo); unmanaged: the
-                                     mapping above the access, and where the access's own mapping starts (0: none) */
-    bool owned;                   /* that stack is live (has an owner) */
-    struct vms_task owner;        /* copy of its task record */
-    bool by_known;                /* wild access: sp is on a known stack ... */
-    struct vms_task by;           /* ... of this task */
-    bool landed;                  /* the runner jumped its guard; the access hit another stack's guard: */
-    bool landed_owned;            /* that stack is live, */
-    struct vms_task landed_task;  /* of this task, */
-    uintptr_t landed_lo, landed_hi; /* at these addresses */
+    struct vms_stack_task stack;  /* the stack whose guard was hit; unmanaged: [lo, hi) the mapping above the
+                                     access, guard_lo where the access's own mapping starts (0: none), no task */
+    struct vms_stack_task by;     /* wild access: the live stack sp is on, if it is on one (owned) */
+    bool landed;                  /* the runner jumped its guard; the access hit the guard of ... */
+    struct vms_stack_task landed_in; /* ... this other stack (owned: live) */
     bool kill_refused;            /* the policy said kill, the chain said no: why in kc */
     bool to_program;              /* not killed: passed on to a handler of the program's */
     struct vms_kill_check kc;
@@ -268,12 +273,8 @@ void vms__unwind_init_pipeless(void (*init)(void *), void *arg);
 int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms_task *task);
 void vms__stack_unregister(int handle);
 
-struct vms_reg_hit {
-    uintptr_t lo, hi, guard_lo;
-    struct vms_task task;
-};
-/* Async-signal-safe: the registered stack whose guard or usable bytes hold addr. */
-bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit);
+/* Async-signal-safe: the registered stack whose guard or usable bytes hold addr (hit->owned set). */
+bool vms__registry_find(uintptr_t addr, struct vms_stack_task *hit);
 
 
 /* ---- fault.c ---- */

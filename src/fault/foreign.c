@@ -139,16 +139,16 @@ int vms_thread_unattach(void)
 void vms__overflow_info(const struct vms_fault *f, vms_overflow_task t, const struct vms_sbuf *b, char *name,
                         vms_overflow *ov)
 {
-    memcpy(name, f->owner.name, sizeof f->owner.name);
-    name[sizeof f->owner.name] = 0;
+    memcpy(name, f->stack.task.name, sizeof f->stack.task.name);
+    name[sizeof f->stack.task.name] = 0;
     *ov = (vms_overflow){
         .task = t,
-        .id = f->owner.id,
+        .id = f->stack.task.id,
         .name = name,
         .fault_addr = (void *)f->addr,
-        .stack_lo = (void *)f->lo,
-        .stack_hi = (void *)f->hi,
-        .guard_lo = (void *)f->guard_lo,
+        .stack_lo = (void *)f->stack.lo,
+        .stack_hi = (void *)f->stack.hi,
+        .guard_lo = (void *)f->stack.guard_lo,
         .ip = (void *)f->ip,
         .sp = (void *)f->sp,
         .bp = (void *)f->bp,
@@ -194,24 +194,24 @@ void vms__foreign_redirect(const struct vms_fault *f, const struct vms_sbuf *b)
     struct on_stack_call *c = (struct on_stack_call *)at;
 
     /* The abandoned frames' redzones must not trouble the call made there. */
-    vms__san_stack_reset((void *)f->lo, f->kc.outer_sp - f->lo);
+    vms__san_stack_reset((void *)f->stack.lo, f->kc.outer_sp - f->stack.lo);
     vms__overflow_info(f, VMS_OVERFLOW_STACK, b, c->name, &c->ov);
-    c->fn = f->owner.on_overflow;
-    c->arg = f->owner.on_overflow_arg;
+    c->fn = f->stack.task.on_overflow;
+    c->arg = f->stack.task.on_overflow_arg;
     vms__uc_redirect_ptr(f->uc, at, call_on_stack, c);
 }
 
 void vms__foreign_end(const struct vms_fault *f, const struct vms_sbuf *b)
 {
-    char name[sizeof f->owner.name + 1];
+    char name[sizeof f->stack.task.name + 1];
     sigset_t all;
     vms_overflow ov;
 
     vms__overflow_info(f, VMS_OVERFLOW_STACK, b, name, &ov);
     /* The abandoned frames' redzones must not trouble the stack's next user. */
-    vms__san_stack_reset((void *)f->lo, f->hi - f->lo);
+    vms__san_stack_reset((void *)f->stack.lo, f->stack.hi - f->stack.lo);
     pthread_sigmask(SIG_SETMASK, &f->uc->uc_sigmask, NULL);
-    f->owner.on_overflow(&ov, f->owner.on_overflow_arg);
+    f->stack.task.on_overflow(&ov, f->stack.task.on_overflow_arg);
     /* It returned: back to the handler's mask, everything blocked, for the abort. */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, NULL);

@@ -120,7 +120,7 @@ static bool fiber_entry(const struct vms_fault *f, unw_cursor_t *c)
 {
     unw_proc_info_t pi;
 
-    return unw_get_proc_info(c, &pi) == 0 && (pi.start_ip == (unw_word_t)(uintptr_t)f->owner.start ||
+    return unw_get_proc_info(c, &pi) == 0 && (pi.start_ip == (unw_word_t)(uintptr_t)f->stack.task.start ||
                                               pi.start_ip == (unw_word_t)(uintptr_t)vms__fiber_main);
 }
 
@@ -156,12 +156,12 @@ static void walk(const struct vms_fault *f, struct vms_kill_check *k, bool stack
     for (long i = 0; i < MAX_CHAIN; i++) {
         if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0)
             return;
-        if (stack && i > 0 && (ip == 0 || sp > f->hi || ip == f->owner.outermost)) {
+        if (stack && i > 0 && (ip == 0 || sp > f->stack.hi || ip == f->stack.task.outermost)) {
             k->followed = true; /* the frame before was the outermost */
             k->outer_sp = prev_sp;
             return;
         }
-        if (ip == 0 || (i > 0 && (!vms__unwind_outward(sp, prev_sp, i) || sp > f->hi)))
+        if (ip == 0 || (i > 0 && (!vms__unwind_outward(sp, prev_sp, i) || sp > f->stack.hi)))
             return;
         prev_sp = sp;
         if (stack && held)

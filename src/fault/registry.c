@@ -26,8 +26,7 @@ enum { FREE = 0, BUSY = 1, LIVE = 2, KIND = 3, GEN = 4 }; /* state: registration
 
 struct entry {
     _Atomic unsigned state;
-    uintptr_t lo, hi, guard_lo;
-    struct vms_task task;
+    struct vms_stack_task stack; /* owned: always */
 };
 
 static struct entry table[VMS_REGISTRY_MAX];
@@ -43,10 +42,8 @@ int vms__stack_register(void *lo, void *hi, size_t guard_below, const struct vms
             !atomic_compare_exchange_strong_explicit(&table[i].state, &s, s | BUSY, memory_order_acquire,
                                                      memory_order_relaxed))
             continue;
-        table[i].lo = (uintptr_t)lo;
-        table[i].hi = (uintptr_t)hi;
-        table[i].guard_lo = (uintptr_t)lo - guard_below;
-        table[i].task = *task;
+        table[i].stack = (struct vms_stack_task){
+            .lo = (uintptr_t)lo, .hi = (uintptr_t)hi, .guard_lo = (uintptr_t)lo - guard_below, .owned = true, .task = *task};
         u = atomic_load_explicit(&used, memory_order_relaxed);
         while (u < i + 1 && !atomic_compare_exchange_weak_explicit(&used, &u, i + 1, memory_order_relaxed,
                                                                    memory_order_relaxed))
@@ -70,11 +67,11 @@ void vms__stack_unregister(int handle)
      * second look (also one) that still sees LIVE then comes before it.
      */
     atomic_exchange_explicit(&table[handle].state, s | BUSY, memory_order_acq_rel);
-    memset(&table[handle].task, 0, sizeof table[handle].task);
+    memset(&table[handle].stack.task, 0, sizeof table[handle].stack.task);
     atomic_store_explicit(&table[handle].state, s | FREE, memory_order_release);
 }
 
-bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit)
+bool vms__registry_find(uintptr_t addr, struct vms_stack_task *hit)
 {
     int n = atomic_load_explicit(&used, memory_order_acquire);
 
@@ -83,10 +80,7 @@ bool vms__registry_find(uintptr_t addr, struct vms_reg_hit *hit)
         unsigned s = atomic_load_explicit(&e->state, memory_order_acquire);
         if ((s & KIND) != LIVE)
             continue;
-        hit->lo = e->lo;
-        hit->hi = e->hi;
-        hit->guard_lo = e->guard_lo;
-        hit->task = e->task;
+        *hit = e->stack;
         /* Still the same registration after the copy? (An unregister in between would show.) */
         if (addr >= hit->guard_lo && addr < hit->hi &&
             atomic_fetch_add_explicit(&e->state, 0, memory_order_acq_rel) == s)

@@ -329,7 +329,7 @@ static void end_trace(struct trace *t)
 /* The top of the walk: the stack's end when we know the stack. */
 static uintptr_t walk_limit(const struct vms_fault *f)
 {
-    return f->cls == VMS_FAULT_OVERFLOW ? f->hi : UINTPTR_MAX;
+    return f->cls == VMS_FAULT_OVERFLOW ? f->stack.hi : UINTPTR_MAX;
 }
 
 static void walk(struct trace *t, const struct vms_fault *f)
@@ -346,7 +346,7 @@ static void walk(struct trace *t, const struct vms_fault *f)
     for (long i = 0; i < MAX_FRAMES; i++) {
         if (unw_get_reg(c, UNW_REG_IP, &ip) < 0 || unw_get_reg(c, UNW_REG_SP, &sp) < 0 || ip == 0)
             break;
-        if (i > 0 && (!vms__unwind_outward(sp, prev_sp, i) || sp > limit || ip == f->owner.outermost))
+        if (i > 0 && (!vms__unwind_outward(sp, prev_sp, i) || sp > limit || ip == f->stack.task.outermost))
             break;
         add_frame(t, ip, i > 0);
         prev_sp = sp;
@@ -405,26 +405,26 @@ static void put_overflow_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "vmstack: BUG: stack guard page was hit at ");
     vms__sb_hex(b, f->addr);
     vms__sb_str(b, " (stack is ");
-    put_range(b, f->lo, f->hi);
+    put_range(b, f->stack.lo, f->stack.hi);
     vms__sb_str(b, ")\nvmstack: ");
-    put_task(b, &f->owner, true);
+    put_task(b, &f->stack.task, true);
     vms__sb_str(b, "\nvmstack: stack ");
-    put_kib(b, f->hi - f->lo);
+    put_kib(b, f->stack.hi - f->stack.lo);
     vms__sb_str(b, ", guard ");
-    put_kib(b, f->lo - f->guard_lo);
+    put_kib(b, f->stack.lo - f->stack.guard_lo);
     vms__sb_str(b, " at ");
-    put_range(b, f->guard_lo, f->lo);
+    put_range(b, f->stack.guard_lo, f->stack.lo);
     vms__sb_str(b, "; sp is ");
-    vms__sb_dec(b, f->hi - f->sp);
+    vms__sb_dec(b, f->stack.hi - f->sp);
     vms__sb_str(b, " bytes below the top\n");
     if (f->landed) {
         vms__sb_str(b, "vmstack: one frame jumped the guard: the access landed in the guard of ");
-        if (f->landed_owned)
-            put_task(b, &f->landed_task, false);
+        if (f->landed_in.owned)
+            put_task(b, &f->landed_in.task, false);
         else
             vms__sb_str(b, "a free stack");
         vms__sb_str(b, " (stack is ");
-        put_range(b, f->landed_lo, f->landed_hi);
+        put_range(b, f->landed_in.lo, f->landed_in.hi);
         vms__sb_str(b, "), whose stack may be corrupted\n");
     }
 }
@@ -434,15 +434,15 @@ static void put_wild_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "vmstack: BUG: wild access to a stack guard page at ");
     vms__sb_hex(b, f->addr);
     vms__sb_str(b, " (stack is ");
-    put_range(b, f->lo, f->hi);
+    put_range(b, f->stack.lo, f->stack.hi);
     vms__sb_str(b, ")\nvmstack: the stack belongs to ");
-    if (f->owned)
-        put_task(b, &f->owner, false);
+    if (f->stack.owned)
+        put_task(b, &f->stack.task, false);
     else
         vms__sb_str(b, "nobody: it is free");
     vms__sb_str(b, "\nvmstack: accessed by ");
-    if (f->by_known) {
-        put_task(b, &f->by, true);
+    if (f->by.owned) {
+        put_task(b, &f->by.task, true);
     } else {
         put_this_thread(b);
         vms__sb_str(b, ", sp on no known stack");
@@ -459,14 +459,14 @@ static void put_unmanaged_head(struct vms_sbuf *b, const struct vms_fault *f)
     vms__sb_str(b, "\nvmstack: ");
     put_this_thread(b);
     vms__sb_str(b, "\n");
-    if (f->hi) {
+    if (f->stack.hi) {
         vms__sb_str(b, "vmstack: stack mapping ");
-        put_range(b, f->lo, f->hi);
+        put_range(b, f->stack.lo, f->stack.hi);
         vms__sb_str(b, " (");
-        put_kib(b, f->hi - f->lo);
-        vms__sb_str(b, f->guard_lo ? "), below it a mapping the access hit at " : "), below it nothing mapped\n");
-        if (f->guard_lo) {
-            put_range(b, f->guard_lo, f->lo);
+        put_kib(b, f->stack.hi - f->stack.lo);
+        vms__sb_str(b, f->stack.guard_lo ? "), below it a mapping the access hit at " : "), below it nothing mapped\n");
+        if (f->stack.guard_lo) {
+            put_range(b, f->stack.guard_lo, f->stack.lo);
             vms__sb_str(b, "\n");
         }
     }
@@ -502,7 +502,7 @@ void vms__report_body(struct vms_sbuf *b, const struct vms_fault *f)
 /* Why the policy's kill became an abort (killsafe.c). */
 static void put_kill_refusal(struct vms_sbuf *b, const struct vms_fault *f)
 {
-    const char *what = f->owner.kind == VMS_TASK_FIBER ? "the fiber" : "the coroutine";
+    const char *what = f->stack.task.kind == VMS_TASK_FIBER ? "the fiber" : "the coroutine";
 
     if (f->kc.holder) {
         vms__sb_str(b, "vmstack: overflow inside ");
@@ -511,7 +511,7 @@ static void put_kill_refusal(struct vms_sbuf *b, const struct vms_fault *f)
         vms__sb_str(b, f->kc.module);
         vms__sb_str(b, "): killing ");
     } else {
-        vms__sb_str(b, f->owner.kind == VMS_TASK_FIBER
+        vms__sb_str(b, f->stack.task.kind == VMS_TASK_FIBER
                            ? "vmstack: the call chain could not be followed to the fiber's start: killing "
                            : "vmstack: the call chain could not be followed to the stack's entry: killing ");
     }
@@ -608,21 +608,21 @@ void vms__report_outcome(struct vms_sbuf *b, const struct vms_fault *f, enum vms
         vms__sb_str(b, "vmstack: not a stack of vmstack's: passing SIGSEGV on\n");
     } else if (o == VMS_OUT_KILL_FIBER) {
         vms__sb_str(b, "vmstack: killed fiber '");
-        vms__sb_name(b, f->owner.name, sizeof f->owner.name);
+        vms__sb_name(b, f->stack.task.name, sizeof f->stack.task.name);
         vms__sb_str(b, "'\n");
     } else if (o == VMS_OUT_KILL_STACK) {
         vms__sb_str(b, "vmstack: killed stack '");
-        vms__sb_name(b, f->owner.name, sizeof f->owner.name);
+        vms__sb_name(b, f->stack.task.name, sizeof f->stack.task.name);
         vms__sb_str(b, "': its overflow handler ends the coroutine\n");
     } else if (o == VMS_OUT_UNKILLABLE) {
-        put_unkillable(b, &f->owner);
+        put_unkillable(b, &f->stack.task);
     } else if (f->kill_refused) {
         put_kill_refusal(b, f);
     } else if (f->to_program) {
         vms__sb_str(b, f->signo == SIGBUS ? "vmstack: passing SIGBUS to the program's own handler\n"
                                           : "vmstack: passing SIGSEGV to the program's own handler\n");
     } else {
-        put_abort(b, &f->owner);
+        put_abort(b, &f->stack.task);
     }
 }
 

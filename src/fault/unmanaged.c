@@ -14,9 +14,7 @@
  */
 #include "fault/fault.h"
 
-#include <fcntl.h>
 #include <stdatomic.h>
-#include <string.h>
 #include <unistd.h>
 
 /* A frame may leave its stack pointer this far above what it writes first (probed frames: a page at a time). */
@@ -44,47 +42,37 @@ static uintptr_t hex_at(const char **p)
     }
 }
 
+/* What find_mapping looks for, and has found so far. */
+struct mapping_search {
+    uintptr_t addr;
+    struct vms_fault *f;
+};
+
 /* One line of /proc/self/maps: the mapping's range and whether it can be written. */
-static void mapping_line(const char *l, uintptr_t addr, struct vms_fault *f)
+static void mapping_line(const char *l, void *ctx)
 {
-    uintptr_t lo = hex_at(&l), hi;
+    const struct mapping_search *s = ctx;
+    struct vms_fault *f = s->f;
+    uintptr_t addr = s->addr, lo = hex_at(&l), hi;
 
     if (*l++ != '-')
         return;
     hi = hex_at(&l);
-    if (*l == ' ' && l[2] == 'w' && lo > addr && (!f->hi || lo < f->lo)) {
-        f->lo = lo; /* the nearest writable mapping above the access: the stack that ran out */
-        f->hi = hi;
+    if (*l == ' ' && l[2] == 'w' && lo > addr && (!f->stack.hi || lo < f->stack.lo)) {
+        f->stack.lo = lo; /* the nearest writable mapping above the access: the stack that ran out */
+        f->stack.hi = hi;
     }
     if (lo <= addr && addr < hi)
-        f->guard_lo = lo; /* the access was in a mapping of its own (a guard): where it starts */
+        f->stack.guard_lo = lo; /* the access was in a mapping of its own (a guard): where it starts */
 }
 
-/* The stack mapping above addr (f->lo, f->hi), from /proc/self/maps; none when it cannot be read. */
+/* The stack mapping above addr (f->stack.lo, f->stack.hi), from /proc/self/maps; none when it cannot be read. */
 static void find_mapping(uintptr_t addr, struct vms_fault *f)
 {
     char buf[512];
-    size_t have = 0;
-    ssize_t n;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    struct mapping_search s = { addr, f };
 
-    if (fd < 0)
-        return;
-    while ((n = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
-        char *line = buf, *nl;
-        have += (size_t)n;
-        buf[have] = '\0';
-        while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
-            *nl = '\0';
-            mapping_line(line, addr, f);
-            line = nl + 1;
-        }
-        have -= (size_t)(line - buf);
-        memmove(buf, line, have);
-        if (have == sizeof buf - 1)
-            have = 0; /* a line longer than the buffer: its start was read, the rest is skipped */
-    }
-    close(fd);
+    vms__os_maps_each(buf, sizeof buf, mapping_line, &s);
 }
 
 bool vms__classify_unmanaged(const siginfo_t *si, struct vms_fault *f)

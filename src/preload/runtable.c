@@ -470,10 +470,8 @@ static void json_table(FILE *f, const struct row *rows, size_t n, const char *wh
     vms__json_obj(&j);
     vms__json_key(&j, "pid");
     vms__json_int(&j, program_pid());
-    vms__json_key(&j, "program");
-    vms__json_str(&j, program_invocation_short_name);
-    vms__json_key(&j, "when");
-    vms__json_str(&j, why);
+    vms__json_key_str(&j, "program", program_invocation_short_name);
+    vms__json_key_str(&j, "when", why);
     vms__json_key(&j, "stderr_dropped_bytes");
     vms__json_int(&j, (long long)vms__out_dropped());
     vms__json_key(&j, "threads");

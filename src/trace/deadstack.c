@@ -26,7 +26,6 @@
 #include "trace/dw.h"
 
 #include <dwarf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -219,6 +218,13 @@ struct dead {
     bool cut;                          /* so does this one: it ends with the recorded chain's outermost frame */
     bool partial;                      /* frames of the chain are missing, from f[gap] on */
     uint32_t gap;
+    struct deepest {                   /* the deepest moment, as chain_from works it out: */
+        uintptr_t w;                   /* the lowest written word; then the deepest function's lowest sp */
+        uintptr_t at, first;           /* where the deepest function's return address is; the lowest one */
+        uintptr_t cfa, callee;         /* the deepest function's CFA and entry (0: not known) */
+        uintptr_t fn, frame;           /* none reaching w: the lowest return address's callee, and its frame */
+        uintptr_t leaf, site;          /* a leaf that fn called, and that call's return address */
+    } deep;
 };
 
 static int add_segs(struct dl_phdr_info *info, size_t size, void *arg)
@@ -244,9 +250,17 @@ static bool is_code(const struct dead *d, uintptr_t a, size_t n)
     return false;
 }
 
+/* read_exec's list as it grows: the scan and the room in d->exec. */
+struct exec_list {
+    struct dead *d;
+    size_t cap;
+};
+
 /* The executable ranges of one "lo-hi perms ..." line of /proc/self/maps. */
-static void exec_line(struct dead *d, const char *l, size_t *cap)
+static void exec_line(const char *l, void *ctx)
 {
+    struct exec_list *x = ctx;
+    struct dead *d = x->d;
     char *e;
     uintptr_t lo = strtoul(l, &e, 16), hi;
 
@@ -255,13 +269,13 @@ static void exec_line(struct dead *d, const char *l, size_t *cap)
     hi = strtoul(e + 1, &e, 16);
     if (e[0] != ' ' || !e[1] || !e[2] || e[3] != 'x')
         return;
-    if (d->nexec == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
+    if (d->nexec == x->cap) {
+        size_t c = x->cap ? 2 * x->cap : 64;
         struct range *r = realloc(d->exec, c * sizeof *r);
         if (!r)
             return;
         d->exec = r;
-        *cap = c;
+        x->cap = c;
     }
     d->exec[d->nexec++] = (struct range){lo, hi};
 }
@@ -275,27 +289,9 @@ static void exec_line(struct dead *d, const char *l, size_t *cap)
 static void read_exec(struct dead *d)
 {
     char buf[4096];
-    size_t have = 0, cap = 0;
-    ssize_t got;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    struct exec_list x = { d, 0 };
 
-    if (fd < 0)
-        return;
-    while ((got = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
-        char *l = buf, *nl;
-        have += (size_t)got;
-        buf[have] = 0;
-        while ((nl = strchr(l, '\n'))) {
-            *nl = 0;
-            exec_line(d, l, &cap);
-            l = nl + 1;
-        }
-        have -= (size_t)(l - buf);
-        memmove(buf, l, have);
-        if (have == sizeof buf - 1)
-            have = 0; /* a line longer than the buffer: a path, after the fields read */
-    }
-    close(fd);
+    vms__os_maps_each(buf, sizeof buf, exec_line, &x);
 }
 
 /* Whether v points into compiled code that is in no module (JIT). */
@@ -426,26 +422,21 @@ __attribute__((constructor)) static void lock_at_fork(void)
  * No separate debug files: the unwinding needs only .eh_frame and the
  * modules' own symbol tables, and opening a debug package's file (libc6-dbg:
  * megabytes of compressed DWARF) would cost every traced process tens of
- * milliseconds.
+ * milliseconds.  libdwfl's lookup by build id (never debuginfod) searches
+ * only the absolute directories of debuginfo_path, and this one names none.
+ * The callbacks outlive the session (libdwfl keeps a pointer); filled once
+ * libdw is open.
  */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                        char **debuginfo_file_name)
-{
-    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
-    (void)debuglink_crc, (void)debuginfo_file_name;
-    return -1;
-}
-
-/* The callbacks outlive the session (libdwfl keeps a pointer); filled once libdw is open. */
 static Dwfl *open_dwfl(void)
 {
-    static Dwfl_Callbacks cb = {.find_debuginfo = no_debuginfo};
+    static char empty[1], *no_dirs = empty;
+    static Dwfl_Callbacks cb = {.debuginfo_path = &no_dirs};
     Dwfl *d;
 
     if (!vms__dw_open())
         return NULL;
     cb.find_elf = DW(dwfl_linux_proc_find_elf);
+    cb.find_debuginfo = DW(dwfl_build_id_find_debuginfo);
     d = DW(dwfl_begin)(&cb);
 
     if (d && (vms__dw_report_loaded(d) || DW(dwfl_report_end)(d, NULL, NULL))) {
@@ -840,9 +831,9 @@ static bool unwind_from(struct dead *d, struct cursor c)
  * address our exit code overwrote): the recorded chain, if its innermost
  * function's frame holds the lowest word.
  */
-static bool recorded_deepest(struct dead *d, uintptr_t *w)
+static bool recorded_deepest(struct dead *d)
 {
-    uintptr_t sp, cfa, frame, low;
+    uintptr_t sp, cfa, frame, low, *w = &d->deep.w;
     int64_t ra_off;
 
     if (d->nrec < 2 || !is_code(d, d->rec[d->nrec - 1].ip, 1))
@@ -986,44 +977,45 @@ static void recorded_callers(struct dead *d)
 }
 
 /*
- * The deepest function's return address: the first one at or above the
- * lowest word w whose function's frame reaches down to it (red zone
+ * The deepest function's return address (deep.at, with its CFA and entry,
+ * and its lowest stack pointer in deep.w): the first one at or above the
+ * lowest word deep.w whose function's frame reaches down to it (red zone
  * allowed); false when none does.  Return addresses below it that do not
  * reach are stale words of earlier, shallower calls that a large frame
  * left in place; when none reaches, the frames at the deepest point were
- * overwritten by a later, shallower call.  *first: the lowest return
+ * overwritten by a later, shallower call.  deep.first: the lowest return
  * address seen (0: none).  Stops at a pointer into JIT code (unless the
  * tripwires saw the call it returns from): the frames from there up are
  * the virtual machine's, which nothing here can unwind.
  */
-static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_t *first, uintptr_t *callee,
-                           uintptr_t *cfa)
+static bool deepest_return(struct dead *d)
 {
+    struct deepest *x = &d->deep;
     bool ok = true;
 
-    *first = 0;
-    for (*at = *w & ~(uintptr_t)7; *at < d->clobbered && ok && !out_of_time(d); *at += sizeof(uintptr_t)) {
-        uintptr_t ret = ret_word(d, *at, &ok), fn, frame = 0, low;
+    x->first = 0;
+    for (x->at = x->w & ~(uintptr_t)7; x->at < d->clobbered && ok && !out_of_time(d); x->at += sizeof(uintptr_t)) {
+        uintptr_t ret = ret_word(d, x->at, &ok), fn, frame = 0, low;
         int64_t ra_off = 0;
         bool jit = is_jit(d, ret);
         if (!jit && !is_return_address(d, ret))
             continue;
-        if (!jit && !*first)
-            *first = *at;
-        fn = callee_of(d, ret, *at);
+        if (!jit && !x->first)
+            x->first = x->at;
+        fn = callee_of(d, ret, x->at);
         if (fn)
             frame = frame_of(d, fn, &ra_off);
-        *cfa = callee_cfa(*at, ra_off);
-        low = *cfa - frame;
-        if (frame && *cfa > *at && low <= *w + RED_ZONE) {
-            *callee = fn;
+        x->cfa = callee_cfa(x->at, ra_off);
+        low = x->cfa - frame;
+        if (frame && x->cfa > x->at && low <= x->w + RED_ZONE) {
+            x->callee = fn;
             /*
              * The depth is its lowest stack pointer, from its frame: the
              * words it wrote last may be zeros, and a leaf's red zone is
              * below its stack pointer.
              */
             if (low >= d->lo)
-                *w = low;
+                x->w = low;
             return true;
         }
         if (jit) {
@@ -1035,35 +1027,39 @@ static bool deepest_return(struct dead *d, uintptr_t *w, uintptr_t *at, uintptr_
 }
 
 /*
- * The CFA of the callee of the return address at at, however deep its
- * frame; 0 when not known.  *fn, *frame: that callee and its frame (0:
- * not known).
+ * The CFA of the callee of the lowest return address (deep.first),
+ * however deep its frame, into deep.cfa; 0 when not known.  deep.fn,
+ * deep.frame: that callee and its frame (0: not known).
  */
-static uintptr_t first_cfa(const struct dead *d, uintptr_t at, uintptr_t *fn, uintptr_t *frame)
+static uintptr_t first_cfa(struct dead *d)
 {
+    struct deepest *x = &d->deep;
     bool ok = true;
     int64_t ra_off = 0;
 
-    *frame = 0;
-    *fn = callee_of(d, ret_word(d, at, &ok), at);
-    if (*fn)
-        *frame = frame_of(d, *fn, &ra_off);
-    return ok ? callee_cfa(at, ra_off) : 0;
+    x->frame = 0;
+    x->fn = callee_of(d, ret_word(d, x->first, &ok), x->first);
+    if (x->fn)
+        x->frame = frame_of(d, x->fn, &ra_off);
+    return x->cfa = ok ? callee_cfa(x->first, ra_off) : 0;
 }
 
 /*
  * Where a call leaves its return address in a register (aarch64), a leaf
  * need not save it: when the deepest function was such a leaf, no return
  * address on the dead stack is its call's, and the lowest one is its
- * caller's own.  That caller, fn, had its stack pointer at low, above the
- * lowest word *w.  The leaf is the function fn calls directly that saves
- * no return address and whose frame reaches from low down to *w: known
- * when exactly one of fn's call sites leads to one (*site: its return
- * address; *w: the leaf's lowest stack pointer).  0 when none or several.
+ * caller's own.  That caller, deep.fn, had its stack pointer at low
+ * (deep.cfa - deep.frame), above the lowest word deep.w.  The leaf is the
+ * function fn calls directly that saves no return address and whose
+ * frame reaches from low down to deep.w: known when exactly one of fn's
+ * call sites leads to one (deep.site: its return address; deep.w: the
+ * leaf's lowest stack pointer).  Into deep.leaf; 0 when none or several.
  */
-static uintptr_t leaf_below(struct dead *d, uintptr_t fn, uintptr_t low, uintptr_t *w, uintptr_t *site)
+static uintptr_t leaf_below(struct dead *d)
 {
+    struct deepest *x = &d->deep;
     struct vms_symres s;
+    uintptr_t fn = x->fn, low = x->cfa - x->frame, *w = &x->w;
     uintptr_t found = 0, bottom = 0, ret;
 
     vms__symbols_lookup(fn, &s);
@@ -1078,11 +1074,11 @@ static uintptr_t leaf_below(struct dead *d, uintptr_t fn, uintptr_t low, uintptr
             return 0; /* two call sites could have been it: neither is known */
         found = t;
         bottom = low - frame;
-        *site = ret;
+        x->site = ret;
     }
     if (found && !d->stopped)
         *w = bottom;
-    return d->stopped ? 0 : found;
+    return x->leaf = d->stopped ? 0 : found;
 }
 
 /*
@@ -1118,43 +1114,40 @@ static bool saved_fp(const struct dead *d, uintptr_t at, uintptr_t *fp)
            is_return_address(d, ret_word(d, *fp + sizeof(uintptr_t), &ok)) && ok;
 }
 
-/* The chain of the deepest moment, whose lowest written word is w, into d. */
-static void chain_from(struct dead *d, uintptr_t w)
+/* The chain of the deepest moment, whose lowest written word is d->deep.w, into d. */
+static void chain_from(struct dead *d)
 {
-    uintptr_t at, first;             /* where the deepest function's return address is; the lowest one */
-    uintptr_t cfa = 0, callee = 0;   /* the deepest function's CFA and entry (0: not known) */
-    uintptr_t fn = 0, frame = 0;     /* none reaching w: the lowest return address's callee, and its frame */
-    uintptr_t leaf = 0, site = 0;    /* a leaf that fn called, and that call's return address */
+    struct deepest *x = &d->deep;
     struct cursor c;
     bool ok = true;
 
-    if (!deepest_return(d, &w, &at, &first, &callee, &cfa)) {
-        if (recorded_deepest(d, &w)) {
+    if (!deepest_return(d)) {
+        if (recorded_deepest(d)) {
             if (d->stopped)
                 mark_partial(d); /* What the tripwires saw: nothing on the dead stack said how it went on. */
             return;
         }
-        if (!first || !(cfa = first_cfa(d, first, &fn, &frame))) {
+        if (!x->first || !first_cfa(d)) {
             /* No return address below our own frames (or only JIT code, or no frame known): all we know is the depth. */
-            depth_only(d, w);
+            depth_only(d, x->w);
             return;
         }
-        at = first;
-        if (frame && frame <= cfa - d->lo)
-            leaf = leaf_below(d, fn, cfa - frame, &w, &site);
+        x->at = x->first;
+        if (x->frame && x->frame <= x->cfa - d->lo)
+            leaf_below(d);
     }
-    c = (struct cursor){.ip = ret_word(d, at, &ok), .sp = cfa, .slot = at};
-    if (leaf) {
-        put(d, leaf, w);
-        put(d, site, cfa - frame);
-        callee = fn;
+    c = (struct cursor){.ip = ret_word(d, x->at, &ok), .sp = x->cfa, .slot = x->at};
+    if (x->leaf) {
+        put(d, x->leaf, x->w);
+        put(d, x->site, x->cfa - x->frame);
+        x->callee = x->fn;
     } else {
-        put(d, callee, w);
-        if (!callee)
+        put(d, x->callee, x->w);
+        if (!x->callee)
             mark_partial(d); /* the deepest function is not known: nor whether the frame above called it */
     }
-    c.below = callee;
-    c.fp_known = saved_fp(d, at, &c.fp) && ok;
+    c.below = x->callee;
+    c.fp_known = saved_fp(d, x->at, &c.fp) && ok;
     if (!unwind_from(d, c)) {
         mark_partial(d);
         recorded_callers(d);
@@ -1164,17 +1157,16 @@ static void chain_from(struct dead *d, uintptr_t w)
     }
 }
 
-uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
-                         uint32_t *gap, bool *cut)
+void vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_chain *chain, uint32_t cap)
 {
     struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
-                     .rec_cut = a->rec_cut, .f = f, .cap = cap};
+                     .rec_cut = a->rec_cut, .f = chain->f, .cap = cap, .deep.w = a->lowest};
 
     if (a->lowest && cap >= 2) {
         if (scan_open(&d)) {
             /* The dead frames are no frame's any more: valgrind would report every read. */
             vms__san_quiet_begin();
-            chain_from(&d, a->lowest);
+            chain_from(&d);
             vms__san_quiet_end();
         } else {
             depth_only(&d, a->lowest);
@@ -1182,8 +1174,8 @@ uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *
         free(d.segs);
         free(d.exec);
     }
-    *partial = d.partial;
-    *gap = d.gap;
-    *cut = d.cut;
-    return d.n;
+    chain->n = d.n;
+    chain->partial = d.partial;
+    chain->gap = d.gap;
+    chain->cut = d.cut;
 }

@@ -1055,7 +1055,7 @@ static bool dead_result(struct task *t, uintptr_t clobbered, struct vms_trace_ch
                                   .depth_warned = t->depth_warned, .lost = t->lost, .signal_lost = t->signal_lost};
     if (!(c->f = malloc(cap * sizeof *c->f)))
         return false;
-    c->n = vms__dead_chain(&a, c->f, (uint32_t)cap, &c->partial, &c->gap, &c->cut);
+    vms__dead_chain(&a, c, (uint32_t)cap);
     c->depth = t->hi - c->f[0].sp; /* the deepest function's whole frame (see deadstack.c) */
     return true;
 }

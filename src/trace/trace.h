@@ -110,22 +110,22 @@ struct vms_dead_args {
     bool rec_cut;                /* rec[0]'s code has no call-frame information: its callers are unknown */
 };
 /*
- * The deepest chain still on the dead stack, innermost first, into f (cap
- * entries): f[0] is the deepest function (ip: its entry, 0 when an
- * indirect call's target is unknown; sp: its lowest stack pointer, or the
- * lowest written word when its frame is unknown), then
- * return addresses outwards, each after a call that could have entered
- * the frame below.  *partial: it neither reached the outermost frame nor
- * joined the recorded chain (later calls overwrote it, it reached JIT
- * code, or the scan ran out of time); the recorded callers above the lost
- * frames, when their chain passes through the kept ones, follow from
- * f[*gap] on.  *cut: it is whole but ends, as the recorded one did, at
- * code without call-frame information, whose callers are unknown.
- * Thread-safe: tasks that end together scan in parallel.
- * Returns the number of frames, 0 when lowest is 0.
+ * The deepest chain still on the dead stack, innermost first, into
+ * chain->f (cap entries) and chain->n: f[0] is the deepest function (ip:
+ * its entry, 0 when an indirect call's target is unknown; sp: its lowest
+ * stack pointer, or the lowest written word when its frame is unknown),
+ * then return addresses outwards, each after a call that could have
+ * entered the frame below.  chain->partial: it neither reached the
+ * outermost frame nor joined the recorded chain (later calls overwrote
+ * it, it reached JIT code, or the scan ran out of time); the recorded
+ * callers above the lost frames, when their chain passes through the kept
+ * ones, follow from f[chain->gap] on.  chain->cut: it is whole but ends,
+ * as the recorded one did, at code without call-frame information, whose
+ * callers are unknown.  No frames when lowest is 0.  Thread-safe: tasks
+ * that end together scan in parallel.
  */
-uint32_t vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_frame *f, uint32_t cap, bool *partial,
-                         uint32_t *gap, bool *cut);
+struct vms_trace_chain;
+void vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_chain *chain, uint32_t cap);
 /*
  * Runs fn(arg, sp) on the calling thread's alternate signal stack, sp
  * being the lowest address of the current stack that code of ours may

@@ -425,18 +425,14 @@ static void json_place(struct vms_json *j, Dwfl *d, uintptr_t ip, bool ret)
     place_of(d, ip, ret, &p);
     vms__json_key(j, "ip");
     vms__json_hex(j, ip);
-    vms__json_key(j, "return_address");
-    vms__json_bool(j, ret);
-    vms__json_key(j, "function");
-    vms__json_str(j, p.name);
+    vms__json_key_bool(j, "return_address", ret);
+    vms__json_key_str(j, "function", p.name);
     vms__json_key(j, "offset");
     p.name ? vms__json_uint(j, p.off) : vms__json_null(j);
     vms__json_key(j, "function_size");
     p.name ? vms__json_uint(j, p.size) : vms__json_null(j);
-    vms__json_key(j, "module");
-    vms__json_str(j, p.module);
-    vms__json_key(j, "file");
-    vms__json_str(j, p.file);
+    vms__json_key_str(j, "module", p.module);
+    vms__json_key_str(j, "file", p.file);
     vms__json_key(j, "line");
     p.file ? vms__json_int(j, p.line) : vms__json_null(j);
 }
@@ -446,14 +442,12 @@ static void json_frames(struct vms_json *j, Dwfl *d, const struct chain_view *v)
 {
     const struct vms_trace_frame *fr = v->f;
 
-    vms__json_key(j, "entries");
-    vms__json_uint(j, v->total);
+    vms__json_key_uint(j, "entries", v->total);
     vms__json_key(j, "frames");
     vms__json_arr(j);
     for (uint32_t i = 0; i < v->n; i++) {
         vms__json_obj(j);
-        vms__json_key(j, "depth");
-        vms__json_uint(j, v->hi - fr[i].sp);
+        vms__json_key_uint(j, "depth", v->hi - fr[i].sp);
         vms__json_key(j, "size");
         if (i + 1 == v->n && open_end(v))
             vms__json_null(j);
@@ -470,12 +464,10 @@ static void json_task(struct vms_json *j, Dwfl *d, const struct vms_task *who, b
     char start[256];
     struct symbolizer z = {.d = d};
 
-    vms__json_key(j, "kind");
-    vms__json_str(j, who->kind == VMS_TASK_FIBER ? "fiber" : main ? "main thread" : "thread");
+    vms__json_key_str(j, "kind", who->kind == VMS_TASK_FIBER ? "fiber" : main ? "main thread" : "thread");
     vms__json_key(j, "name");
     vms__json_strn(j, who->name, strnlen(who->name, sizeof who->name));
-    vms__json_key(j, "id");
-    vms__json_uint(j, who->id);
+    vms__json_key_uint(j, "id", who->id);
     vms__json_key(j, "start");
     if (who->start && !main) {
         function_name(&z, (uintptr_t)who->start, start, sizeof start);
@@ -491,30 +483,19 @@ static void json_chain(struct vms_json *j, Dwfl *d, const struct vms_trace_chain
 
     vms__json_obj(j);
     json_task(j, d, &c->who, c->main);
-    vms__json_key(j, "count");
-    vms__json_uint(j, c->count);
-    vms__json_key(j, "running");
-    vms__json_bool(j, c->running);
-    vms__json_key(j, "depth");
-    vms__json_uint(j, c->depth);
-    vms__json_key(j, "stack_size");
-    vms__json_uint(j, c->hi - c->lo);
-    vms__json_key(j, "tripwire_faults");
-    vms__json_uint(j, c->faults);
-    vms__json_key(j, "exact");
-    vms__json_bool(j, c->exact);
-    vms__json_key(j, "partial");
-    vms__json_bool(j, c->partial);
+    vms__json_key_uint(j, "count", c->count);
+    vms__json_key_bool(j, "running", c->running);
+    vms__json_key_uint(j, "depth", c->depth);
+    vms__json_key_uint(j, "stack_size", c->hi - c->lo);
+    vms__json_key_uint(j, "tripwire_faults", c->faults);
+    vms__json_key_bool(j, "exact", c->exact);
+    vms__json_key_bool(j, "partial", c->partial);
     vms__json_key(j, "frames_lost_before");
     c->partial ? vms__json_uint(j, c->gap) : vms__json_null(j);
-    vms__json_key(j, "callers_unknown");
-    vms__json_bool(j, c->cut);
-    vms__json_key(j, "window_lost");
-    vms__json_bool(j, c->lost);
-    vms__json_key(j, "signal_lost");
-    vms__json_bool(j, c->signal_lost);
-    vms__json_key(j, "depth_warned");
-    vms__json_bool(j, c->depth_warned);
+    vms__json_key_bool(j, "callers_unknown", c->cut);
+    vms__json_key_bool(j, "window_lost", c->lost);
+    vms__json_key_bool(j, "signal_lost", c->signal_lost);
+    vms__json_key_bool(j, "depth_warned", c->depth_warned);
     json_frames(j, d, &v);
     vms__json_obj_end(j);
 }
@@ -528,8 +509,7 @@ void vms__trace_json(struct vms_json *j, const char *why)
     int limit;
 
     vms__json_obj(j);
-    vms__json_key(j, "when");
-    vms__json_str(j, why);
+    vms__json_key_str(j, "when", why);
     vms__json_key(j, "chains");
     vms__json_arr(j);
     for (size_t i = 0; i < n; i++)
@@ -537,10 +517,8 @@ void vms__trace_json(struct vms_json *j, const char *why)
     vms__json_arr_end(j);
     vms__json_key(j, "ptraced_by");
     vms__trace_tracer() ? vms__json_int(j, vms__trace_tracer()) : vms__json_null(j);
-    vms__json_key(j, "quiet_tasks");
-    vms__json_uint(j, vms__trace_quiet());
-    vms__json_key(j, "untraced_tasks");
-    vms__json_uint(j, vms__trace_untraced(&limit));
+    vms__json_key_uint(j, "quiet_tasks", vms__trace_quiet());
+    vms__json_key_uint(j, "untraced_tasks", vms__trace_untraced(&limit));
     vms__json_key(j, "max_tasks");
     vms__json_int(j, limit);
     vms__json_key(j, "warnings");
@@ -548,10 +526,8 @@ void vms__trace_json(struct vms_json *j, const char *why)
     for (size_t i = 0; i < nw; i++) {
         struct chain_view v = view_of_warning(&w[i]);
         vms__json_obj(j);
-        vms__json_key(j, "frame_size");
-        vms__json_uint(j, w[i].size);
-        vms__json_key(j, "warn_frame");
-        vms__json_uint(j, vms__trace_options()->warn_frame);
+        vms__json_key_uint(j, "frame_size", w[i].size);
+        vms__json_key_uint(j, "warn_frame", vms__trace_options()->warn_frame);
         json_task(j, d, &w[i].who, w[i].who.start == NULL);
         json_frames(j, d, &v);
         vms__json_obj_end(j);

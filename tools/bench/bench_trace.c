@@ -141,6 +141,29 @@ static double run_job(void *arg, long iters)
     return total;
 }
 
+/*
+ * One comparison of plain, 'vmstack run' and 'vmstack trace': how many runs,
+ * what runs, where the ratio is taken, its goal and its JSON key.
+ */
+struct trio {
+    int runs;
+    const char *what, *at, *goal, *key;
+};
+
+static void compare(struct bench_variant *v, const struct trio *t)
+{
+    double r;
+
+    bench_compare(v, 3, bench_quick() ? 3 : t->runs, 1);
+    r = v[2].median_ns / v[0].median_ns;
+    bench_title("trace: %s, plain, under 'vmstack run' and 'vmstack trace' (ms of CPU, median)", t->what);
+    for (int i = 0; i < 3; i++)
+        bench_row(v[i].name, v[i].median_ns / 1e6, "ms", v[i].spread, "");
+    bench_note("vmstack trace / plain = %.3fx%s (goal <= %s); trace / run = %.3fx", r, t->at, t->goal,
+               v[2].median_ns / v[1].median_ns);
+    bench_json_num(t->key, r);
+}
+
 int bench_trace(void)
 {
     static char *plain[] = {"vmstack", "bench", "--child", "traceload", NULL};
@@ -157,9 +180,15 @@ int bench_trace(void)
         {plain, 0, once},        {run, 0, once},        {trace, 0, once},
         {dplain, 3, deep},       {drun, 3, deep},       {dtrace, 3, deep},
     };
-    struct bench_variant v[9], *s = v + 3, *d = v + 6; /* the recursion-heavy program, at once, deep */
+    struct bench_variant v[9]; /* the recursion-heavy program, at once, deep: three each */
+    char load_title[64];
+    const struct trio trios[] = {
+        {11, load_title, "", "1.03", "trace_overhead"},
+        {21, "the same program exiting at once", " at start-up and exit", "1.5", "trace_startup_overhead"},
+        {11, "a thread recursing 36 MB deep three times in a 64 MiB stack", " at 36 MB deep", "2",
+         "trace_deep_overhead"},
+    };
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    double r;
 
 #if defined(VMS_ASAN) || defined(VMS_TSAN)
     /* This binary is sanitized: the (never sanitized) preload library cannot load into it. */
@@ -178,34 +207,9 @@ int bench_trace(void)
         fprintf(stderr, "vmstack bench trace: 'vmstack trace' of the recursion-heavy program failed\n");
         return 1;
     }
-    bench_compare(v, 3, bench_quick() ? 3 : 11, 1);
-    r = v[2].median_ns / v[0].median_ns;
-    bench_title("trace: %d rounds of a %d-deep recursion, plain, under 'vmstack run' and 'vmstack trace' "
-                "(ms of CPU, median)", bench_quick() ? ROUNDS / 10 : ROUNDS, DEPTH);
+    snprintf(load_title, sizeof load_title, "%d rounds of a %d-deep recursion",
+             bench_quick() ? ROUNDS / 10 : ROUNDS, DEPTH);
     for (int i = 0; i < 3; i++)
-        bench_row(v[i].name, v[i].median_ns / 1e6, "ms", v[i].spread, "");
-    bench_note("vmstack trace / plain = %.3fx (goal <= 1.03); trace / run = %.3fx", r,
-               v[2].median_ns / v[1].median_ns);
-    bench_json_num("trace_overhead", r);
-
-    bench_compare(s, 3, bench_quick() ? 3 : 21, 1);
-    r = s[2].median_ns / s[0].median_ns;
-    bench_title("trace: the same program exiting at once, plain, under 'vmstack run' and 'vmstack trace' "
-                "(ms of CPU, median)");
-    for (int i = 0; i < 3; i++)
-        bench_row(s[i].name, s[i].median_ns / 1e6, "ms", s[i].spread, "");
-    bench_note("vmstack trace / plain = %.3fx at start-up and exit (goal <= 1.5); trace / run = %.3fx", r,
-               s[2].median_ns / s[1].median_ns);
-    bench_json_num("trace_startup_overhead", r);
-
-    bench_compare(d, 3, bench_quick() ? 3 : 11, 1);
-    r = d[2].median_ns / d[0].median_ns;
-    bench_title("trace: a thread recursing 36 MB deep three times in a 64 MiB stack, plain, under 'vmstack run' "
-                "and 'vmstack trace' (ms of CPU, median)");
-    for (int i = 0; i < 3; i++)
-        bench_row(d[i].name, d[i].median_ns / 1e6, "ms", d[i].spread, "");
-    bench_note("vmstack trace / plain = %.3fx at 36 MB deep (goal <= 2); trace / run = %.3fx", r,
-               d[2].median_ns / d[1].median_ns);
-    bench_json_num("trace_deep_overhead", r);
+        compare(v + 3 * i, &trios[i]);
     return 0;
 }
