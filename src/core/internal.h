@@ -234,6 +234,18 @@ long vms__os_count_vmas(void);
  * Async-signal-safe when line is.
  */
 void vms__os_maps_each(char *buf, size_t cap, void (*line)(const char *l, void *ctx), void *ctx);
+/*
+ * The mapping that holds addr, asked of the kernel (PROCMAP_QUERY, Linux
+ * 6.11) through maps_fd, an open /proc/self/maps: one lookup, where the
+ * text of a process with many stacks has tens of thousands of lines.  0;
+ * -ENOENT: nothing is mapped there; -ENOTTY: an older kernel (or an
+ * emulator's /proc).
+ */
+struct vms_mapping {
+    uintptr_t lo, hi;
+    bool exec;
+};
+int vms__os_mapping_at(int maps_fd, uintptr_t addr, struct vms_mapping *m);
 long vms__os_max_map_count(void);
 /* At least this much, whatever the kernel says: an x86-64 frame with AVX-512 state, the red zone. */
 #define VMS_SIGFRAME_MIN ((size_t)16 << 10)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -216,6 +217,28 @@ long vms__os_count_vmas(void)
             n += buf[i] == '\n';
     close(fd);
     return n;
+}
+
+/* linux/fs.h's PROCMAP_QUERY, which the headers of older systems lack. */
+struct procmap_query {
+    uint64_t size, query_flags, query_addr;
+    uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+
+int vms__os_mapping_at(int maps_fd, uintptr_t addr, struct vms_mapping *m)
+{
+    struct procmap_query q = {.size = sizeof q, .query_addr = addr};
+
+    if (ioctl(maps_fd, PROCMAP_QUERY, &q))
+        return -errno;
+    m->lo = (uintptr_t)q.vma_start;
+    m->hi = (uintptr_t)q.vma_end;
+    m->exec = q.vma_flags & PROCMAP_QUERY_VMA_EXECUTABLE;
+    return 0;
 }
 
 void vms__os_maps_each(char *buf, size_t cap, void (*line)(const char *l, void *ctx), void *ctx)

@@ -26,6 +26,7 @@
 #include "trace/dw.h"
 
 #include <dwarf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -201,6 +202,9 @@ struct range {
 };
 
 /* One scan: the stack, the chain being built, the process's code. */
+#define MAP_MIN_ADDR 65536 /* vm.mmap_min_addr's default: nothing is mapped below */
+#define SEEN_MAX 8 /* a dead stack's words point mostly into a few mappings: its own, the heap, a module */
+
 struct dead {
     uintptr_t lo, hi, clobbered;
     const struct vms_trace_frame *rec; /* outermost first */
@@ -211,6 +215,9 @@ struct dead {
     size_t nsegs;
     struct range *exec;                /* every executable mapping: code outside the segments is JIT-compiled */
     size_t nexec;
+    int maps_fd;                       /* /proc/self/maps to ask of one address (-1: exec lists them all) */
+    struct vms_mapping seen[SEEN_MAX]; /* the last mappings asked about */
+    unsigned nseen;
     struct timespec deadline;          /* the scan gives up here: its task's share of the process's time */
     bool refreshed;                    /* the modules were reported to libdwfl again during this scan */
     bool stopped;                      /* gave up: JIT code, or out of time */
@@ -256,19 +263,11 @@ struct exec_list {
     size_t cap;
 };
 
-/* The executable ranges of one "lo-hi perms ..." line of /proc/self/maps. */
-static void exec_line(const char *l, void *ctx)
+static void add_exec(uintptr_t lo, uintptr_t hi, void *ctx)
 {
     struct exec_list *x = ctx;
     struct dead *d = x->d;
-    char *e;
-    uintptr_t lo = strtoul(l, &e, 16), hi;
 
-    if (*e != '-')
-        return;
-    hi = strtoul(e + 1, &e, 16);
-    if (e[0] != ' ' || !e[1] || !e[2] || e[3] != 'x')
-        return;
     if (d->nexec == x->cap) {
         size_t c = x->cap ? 2 * x->cap : 64;
         struct range *r = realloc(d->exec, c * sizeof *r);
@@ -280,12 +279,20 @@ static void exec_line(const char *l, void *ctx)
     d->exec[d->nexec++] = (struct range){lo, hi};
 }
 
-/*
- * Every executable mapping of the process.  The loader knows only the
- * modules; a virtual machine's compiled code (the JVM's, V8's) is in
- * anonymous executable mappings, where there is no call-frame
- * information to unwind by.
- */
+/* The executable ranges of one "lo-hi perms ..." line of /proc/self/maps. */
+static void exec_line(const char *l, void *ctx)
+{
+    char *e;
+    uintptr_t lo = strtoul(l, &e, 16), hi;
+
+    if (*e != '-')
+        return;
+    hi = strtoul(e + 1, &e, 16);
+    if (e[0] == ' ' && e[1] && e[2] && e[3] == 'x')
+        add_exec(lo, hi, ctx);
+}
+
+/* Every executable mapping of the process, from the text of /proc/self/maps. */
 static void read_exec(struct dead *d)
 {
     char buf[4096];
@@ -294,13 +301,53 @@ static void read_exec(struct dead *d)
     vms__os_maps_each(buf, sizeof buf, exec_line, &x);
 }
 
-/* Whether v points into compiled code that is in no module (JIT). */
-static bool is_jit(const struct dead *d, uintptr_t v)
+/*
+ * The loader knows only the modules; a virtual machine's compiled code
+ * (the JVM's, V8's) is in anonymous executable mappings, where there is no
+ * call-frame information to unwind by.  Where the kernel answers for one
+ * address, each word the scan asks about is looked up there: the whole
+ * text of /proc/self/maps, read at each fiber's end, cost 10,000 fibers
+ * with guards in mprotect mode (20,000 mappings) minutes.  Elsewhere, the
+ * text once a scan.
+ */
+static void exec_open(struct dead *d)
 {
-    for (size_t i = 0; i < d->nexec; i++)
-        if (v >= d->exec[i].lo && v < d->exec[i].hi)
-            return !is_code(d, v, 1);
-    return false;
+    struct vms_mapping m;
+
+    d->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (d->maps_fd >= 0 && vms__os_mapping_at(d->maps_fd, (uintptr_t)exec_open, &m) == 0)
+        return;
+    if (d->maps_fd >= 0)
+        close(d->maps_fd);
+    d->maps_fd = -1;
+    read_exec(d);
+}
+
+static bool in_exec_mapping(struct dead *d, uintptr_t v)
+{
+    struct vms_mapping m;
+
+    if (d->maps_fd < 0) {
+        for (size_t i = 0; i < d->nexec; i++)
+            if (v >= d->exec[i].lo && v < d->exec[i].hi)
+                return true;
+        return false;
+    }
+    if (v < MAP_MIN_ADDR)
+        return false;
+    for (unsigned i = 0; i < d->nseen && i < SEEN_MAX; i++)
+        if (v >= d->seen[i].lo && v < d->seen[i].hi)
+            return d->seen[i].exec;
+    if (vms__os_mapping_at(d->maps_fd, v, &m))
+        return false;
+    d->seen[d->nseen++ % SEEN_MAX] = m;
+    return m.exec;
+}
+
+/* Whether v points into compiled code that is in no module (JIT). */
+static bool is_jit(struct dead *d, uintptr_t v)
+{
+    return !is_code(d, v, 1) && in_exec_mapping(d, v);
 }
 
 /* Whether the scan's time is up; it then stops for good. */
@@ -917,7 +964,7 @@ static bool scan_open(struct dead *d)
         return false; /* a fork under way: no code map, the chain is the deepest frame alone */
     dl_iterate_phdr(add_segs, d);
     vms__unwind_end();
-    read_exec(d);
+    exec_open(d);
     pthread_mutex_lock(&lock);
     if (!dwfl)
         dwfl = open_dwfl();
@@ -1160,7 +1207,7 @@ static void chain_from(struct dead *d)
 void vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_chain *chain, uint32_t cap)
 {
     struct dead d = {.lo = a->lo, .hi = a->hi, .clobbered = a->clobbered, .rec = a->rec, .nrec = a->nrec,
-                     .rec_cut = a->rec_cut, .f = chain->f, .cap = cap, .deep.w = a->lowest};
+                     .rec_cut = a->rec_cut, .f = chain->f, .cap = cap, .deep.w = a->lowest, .maps_fd = -1};
 
     if (a->lowest && cap >= 2) {
         if (scan_open(&d)) {
@@ -1173,6 +1220,8 @@ void vms__dead_chain(const struct vms_dead_args *a, struct vms_trace_chain *chai
         }
         free(d.segs);
         free(d.exec);
+        if (d.maps_fd >= 0)
+            close(d.maps_fd);
     }
     chain->n = d.n;
     chain->partial = d.partial;
