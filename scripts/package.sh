@@ -32,6 +32,14 @@ ls "$out"
 lintian --fail-on error --tag-display-limit 0 "$out"/*.changes | tee "$tmp/lintian.log" ||
   { echo "package.sh: lintian found errors"; exit 1; }
 
+# The vmstack command pulls in no Boost (the peers' benchmarks are a package apart), and suggests
+# what its options use.
+deps=$(dpkg-deb -f "$out"/vmstack_*.deb Depends)
+! grep -qi boost <<<"$deps" || { echo "package.sh: vmstack depends on Boost: $deps"; exit 1; }
+for s in gnuplot gdb valgrind; do
+  dpkg-deb -f "$out"/vmstack_*.deb Suggests | grep -qw "$s" || { echo "package.sh: vmstack does not suggest $s"; exit 1; }
+done
+
 # A scratch root holds what the packages install.
 root=$tmp/root
 for deb in "$out"/libvmstack0_*.deb "$out"/libvmstack-dev_*.deb "$out"/vmstack_*.deb; do
