@@ -134,6 +134,13 @@ enum vms_fd_state vms__fd_id_check(int fd, const struct vms_fd_id *was, mode_t *
  * fits at once goes out), or another -errno.
  */
 int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t *patience);
+/*
+ * The most a blocking write to a file of this type takes at once after
+ * poll() said there is room: a pipe's answer means a free page slot,
+ * PIPE_BUF bytes; a regular file takes any write; others less.  No system
+ * call, no errno: for raw callers too.
+ */
+size_t vms__fd_piece(mode_t type);
 int64_t vms__fd_now_ns(void); /* CLOCK_MONOTONIC */
 /* The fault handler's installation: fd 2, as it is now, is where reports go unless told otherwise. */
 void vms__report_fd_init(void);

@@ -64,9 +64,14 @@ int64_t vms__fd_now_ns(void)
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
+size_t vms__fd_piece(mode_t type)
+{
+    return S_ISFIFO(type) || S_ISREG(type) ? PIPE_BUF : SMALL_PIECE;
+}
+
 int vms__fd_write_bounded(int fd, mode_t type, const char *p, size_t len, int64_t *patience)
 {
-    size_t piece = S_ISFIFO(type) || S_ISREG(type) ? PIPE_BUF : SMALL_PIECE;
+    size_t piece = vms__fd_piece(type);
 
     while (len) {
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};

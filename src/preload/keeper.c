@@ -46,13 +46,13 @@
 #include "arch/arch.h"
 #include "core/internal.h"
 #include "core/sanitizer.h"
+#include "fault/fault.h"
 #include "preload/preload.h"
 #include "preload/runshm.h"
 
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <linux/kcmp.h>
 #include <poll.h>
@@ -78,10 +78,6 @@
 
 enum { KEEPER_UP = 1, KEEPER_NONE = 2 }; /* vms_run_shm.keeper_ready */
 enum { FLUSH_ASKED = 1, FLUSH_DONE = 2 }; /* vms_run_shm.flush */
-/* How long a reader of the start's stderr may keep the keeper's writes waiting: a report's, the table's. */
-#define REPORT_PATIENCE_NS 2000000000LL
-#define TABLE_PATIENCE_NS 10000000000LL
-#define SMALL_PIECE 128 /* a terminal or a socket answers POLLOUT with this much room at least */
 
 struct keeper {
     struct vms_run_shm *m;
@@ -155,12 +151,15 @@ static int64_t now_ns(void)
 }
 
 /*
- * p to the keeper's fd 2, raw, never waiting past deadline: each piece
- * waits in poll for room, and is then no larger than a blocking write
+ * p to the keeper's fd 2, raw, waiting for room no longer than patience:
+ * each piece waits in poll, and is then no larger than a blocking write
  * takes at once.
  */
-static void raw_write(const struct keeper *k, const char *p, size_t len, int64_t deadline)
+static void raw_put(const char *p, size_t len, int64_t patience, void *ctx)
 {
+    const struct keeper *k = ctx;
+    int64_t deadline = now_ns() + patience;
+
     while (len) {
         int64_t left = deadline - now_ns();
         struct timespec t = {left / 1000000000, left % 1000000000};
@@ -176,23 +175,12 @@ static void raw_write(const struct keeper *k, const char *p, size_t len, int64_t
     }
 }
 
-/* What the program asked to have written now (vms__keeper_flush); it may have written anything there. */
+/* What the program asked to have written now (vms__keeper_flush). */
 static void write_asked(const struct keeper *k)
 {
-    struct vms_run_shm *m = k->m;
-    size_t to = atomic_load(&m->reports_len), from, text = m->text_len;
-    int64_t deadline = now_ns() + (text ? TABLE_PATIENCE_NS : REPORT_PATIENCE_NS);
-
-    to = to < VMS_RUN_REPORTS_MAX ? to : VMS_RUN_REPORTS_MAX;
-    from = atomic_exchange(&m->reports_done, to);
-    if (from < to)
-        raw_write(k, m->reports + from, to - from, deadline);
-    if (text && !atomic_load(&m->text_whole)) {
-        raw_write(k, m->text, text < VMS_RUN_TEXT_MAX ? text : VMS_RUN_TEXT_MAX, deadline);
-        m->text_len = 0;
-    }
-    atomic_store(&m->flush, FLUSH_DONE);
-    sys(SYS_futex, (long)&m->flush, FUTEX_WAKE, INT32_MAX, 0);
+    vms__out_drain(k->m, raw_put, (void *)k);
+    atomic_store(&k->m->flush, FLUSH_DONE);
+    sys(SYS_futex, (long)&k->m->flush, FUTEX_WAKE, INT32_MAX, 0);
 }
 
 /* Whether task tid shares the keeper's memory. */
@@ -330,14 +318,11 @@ static void end_of(int status, char *why, size_t n)
         snprintf(why, n, "exit_group");
 }
 
-/* A pipe's POLLOUT means a free page slot, PIPE_BUF bytes; a regular file takes any write; others less. */
 static void piece_for_stderr(struct keeper *k)
 {
     struct stat sb;
 
-    k->piece = SMALL_PIECE;
-    if (sys(SYS_fstat, 2, (long)&sb, 0, 0) == 0 && (S_ISFIFO(sb.st_mode) || S_ISREG(sb.st_mode)))
-        k->piece = PIPE_BUF;
+    k->piece = vms__fd_piece(sys(SYS_fstat, 2, (long)&sb, 0, 0) ? 0 : sb.st_mode & S_IFMT);
 }
 
 static int keeper_main(void *arg)
@@ -412,7 +397,7 @@ static void wait_ready(struct vms_run_shm *m)
 void vms__keeper_flush(void)
 {
     struct vms_run_shm *m = kept.m;
-    int64_t until = now_ns() + TABLE_PATIENCE_NS + 1000000000;
+    int64_t until = now_ns() + VMS_RUN_LINE_PATIENCE_NS + VMS_RUN_TABLE_PATIENCE_NS + 1000000000;
 
     if (!m || m != vms__out_shm() || atomic_load(&m->keeper_ready) != KEEPER_UP)
         return;

@@ -42,8 +42,6 @@ static ino_t out_ino;
 static struct vms_run_shm *shm; /* NULL: not under 'vmstack run', or not the program it started */
 static pid_t shm_pid;
 
-#define LINE_PATIENCE_NS 2000000000LL
-#define TABLE_PATIENCE_NS 10000000000LL
 static _Atomic bool stalled;   /* a write to fd 2 waited its whole patience */
 static _Atomic size_t dropped; /* bytes that did not go out for it */
 
@@ -154,7 +152,7 @@ int vms__out_write(const char *p, size_t len)
     size_t at;
 
     if (fd2_is_ours())
-        return err_write(p, len, LINE_PATIENCE_NS);
+        return err_write(p, len, VMS_RUN_LINE_PATIENCE_NS);
     if (!(m = shared()))
         return -EBADF;
     at = atomic_fetch_add(&m->reports_len, len);
@@ -186,7 +184,7 @@ void vms__out_table(const char *text, size_t len)
     struct vms_run_shm *m = shared();
 
     if (fd2_is_ours()) {
-        err_write(text, len, TABLE_PATIENCE_NS);
+        err_write(text, len, VMS_RUN_TABLE_PATIENCE_NS);
         return;
     }
     if (!m)
@@ -252,24 +250,35 @@ void vms__out_exec(bool replacing)
         atomic_store(&m->exec_pending, replacing);
 }
 
-void vms__out_flush(void)
+void vms__out_drain(struct vms_run_shm *m, void (*put)(const char *p, size_t len, int64_t patience, void *ctx),
+                    void *ctx)
 {
-    struct vms_run_shm *m = shared();
-    size_t from, to;
+    size_t from, to = atomic_load(&m->reports_len);
 
-    if (!m || !fd2_is_ours())
-        return;
     /* The program could write anything here: no more than the mapping holds. */
-    to = atomic_load(&m->reports_len);
     to = to < VMS_RUN_REPORTS_MAX ? to : VMS_RUN_REPORTS_MAX;
     from = atomic_exchange(&m->reports_done, to);
     if (from < to)
-        err_write(m->reports + from, to - from, LINE_PATIENCE_NS);
+        put(m->reports + from, to - from, VMS_RUN_LINE_PATIENCE_NS, ctx);
     if (atomic_load(&m->text_whole))
         return; /* the keeper delivers it as the program would have (vms__run_deliver_kept) */
     if (m->text_len)
-        err_write(m->text, m->text_len < VMS_RUN_TEXT_MAX ? m->text_len : VMS_RUN_TEXT_MAX, TABLE_PATIENCE_NS);
+        put(m->text, m->text_len < VMS_RUN_TEXT_MAX ? m->text_len : VMS_RUN_TEXT_MAX, VMS_RUN_TABLE_PATIENCE_NS, ctx);
     m->text_len = 0;
+}
+
+static void put_err(const char *p, size_t len, int64_t patience, void *ctx)
+{
+    (void)ctx;
+    err_write(p, len, patience);
+}
+
+void vms__out_flush(void)
+{
+    struct vms_run_shm *m = shared();
+
+    if (m && fd2_is_ours())
+        vms__out_drain(m, put_err, NULL);
 }
 
 void vms__out_printf(const char *fmt, ...)

@@ -81,6 +81,8 @@ struct run_thread {
     char name[16];
 };
 
+struct vms_run_shm; /* runshm.h */
+
 /*
  * outfd.c: where the overflow reports, the preload's notices and the table
  * go: the program's fd 2 while it is the stderr of the start, else the
@@ -103,6 +105,13 @@ void vms__out_ended(void);       /* the table at the end is made: the keeper mak
 bool vms__out_table_done(void);
 bool vms__out_reported(void);
 void vms__out_flush(void);       /* the keeper: what waited for the start's stderr, written there */
+/*
+ * What waits in m for the start's stderr (reports, then the table unless
+ * the keeper delivers it whole), each part once, to put with its patience.
+ * Touches only m: for the keeper's raw calls too.
+ */
+void vms__out_drain(struct vms_run_shm *m, void (*put)(const char *p, size_t len, int64_t patience, void *ctx),
+                    void *ctx);
 void vms__out_exec(bool replacing); /* around exec calls (true) and spawns (false): for the keeper */
 /* The table at the end, for a keeper that is up to deliver whole (--output, --plot...): false when none is. */
 bool vms__out_hand_over(const char *text, size_t len);

@@ -44,4 +44,8 @@ struct vms_run_shm {
 
 #define VMS_RUN_TEXT_MAX (VMS_RUN_SHM_SIZE - offsetof(struct vms_run_shm, text))
 
+/* How long a reader of stderr may keep a write waiting: a report's line (or all that waits), the table. */
+#define VMS_RUN_LINE_PATIENCE_NS 2000000000LL
+#define VMS_RUN_TABLE_PATIENCE_NS 10000000000LL
+
 #endif
